@@ -1,0 +1,251 @@
+//! Block codecs: one [`Codec`] type for the three ways a pack block can be
+//! stored (`none`, `lz4`, `zstd`).
+//!
+//! Every block holds at most [`MAX_BLOCK_SIZE`] bytes of uncompressed data. The
+//! compressed bytes come from an untrusted file, so decompression writes into a
+//! caller's buffer of exactly the declared size and anything else (a stream
+//! that ends early, one that would write past the end, one that stops short)
+//! is an error. Nothing here allocates by a size read from the stream.
+
+use serde::{Deserialize, Serialize};
+
+/// The largest uncompressed block a pack may hold: 64 KiB.
+pub const MAX_BLOCK_SIZE: usize = 64 * 1024;
+
+/// How one block is stored in a pack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[repr(u8)]
+pub enum Codec {
+    /// Stored as is.
+    None = 0,
+    /// The LZ4 block format (no frame), as `lz4_flex::block` writes it.
+    Lz4 = 1,
+    /// A zstd frame.
+    Zstd = 2,
+}
+
+/// What went wrong decoding (or encoding) one block.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// The codec id byte is not one this version knows.
+    #[error("unknown codec id {0}")]
+    UnknownCodec(u8),
+    /// The stream decoded, but not to the declared size.
+    #[error("{codec} stream decoded to {got} bytes, declared {expected}")]
+    WrongLength {
+        /// The codec of the stream.
+        codec: Codec,
+        /// The declared uncompressed size.
+        expected: usize,
+        /// What the stream produced.
+        got: usize,
+    },
+    /// The stream is not valid for its codec (or would overflow the
+    /// declared size).
+    #[error("malformed {codec} stream: {reason}")]
+    Malformed {
+        /// The codec of the stream.
+        codec: Codec,
+        /// The decoder's own words.
+        reason: String,
+    },
+    /// A size beyond [`MAX_BLOCK_SIZE`] or beyond the codec's bound.
+    #[error("{what} of {size} bytes exceeds the limit of {limit}")]
+    TooLarge {
+        /// Which size.
+        what: &'static str,
+        /// The size given.
+        size: usize,
+        /// Its limit.
+        limit: usize,
+    },
+}
+
+impl std::fmt::Display for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Codec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "none" | "raw" => Ok(Codec::None),
+            "lz4" => Ok(Codec::Lz4),
+            "zstd" => Ok(Codec::Zstd),
+            other => Err(format!("unknown codec '{other}' (expected none, lz4 or zstd)")),
+        }
+    }
+}
+
+impl Codec {
+    /// All codecs, in id order.
+    pub const ALL: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];
+
+    /// The codec's lower-case name, as the CLI and JSON spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::None => "none",
+            Codec::Lz4 => "lz4",
+            Codec::Zstd => "zstd",
+        }
+    }
+
+    /// The id byte stored in a pack.
+    pub fn id(self) -> u8 {
+        self as u8
+    }
+
+    /// The codec for a pack's id byte.
+    pub fn from_id(id: u8) -> Result<Codec, CodecError> {
+        match id {
+            0 => Ok(Codec::None),
+            1 => Ok(Codec::Lz4),
+            2 => Ok(Codec::Zstd),
+            other => Err(CodecError::UnknownCodec(other)),
+        }
+    }
+
+    /// The largest stored size a block of `uncompressed` bytes can have with
+    /// this codec. A reader rejects any block whose stored size exceeds it.
+    pub fn max_stored_size(self, uncompressed: usize) -> usize {
+        match self {
+            Codec::None => uncompressed,
+            Codec::Lz4 => lz4_flex::block::get_maximum_output_size(uncompressed),
+            Codec::Zstd => zstd::zstd_safe::compress_bound(uncompressed),
+        }
+    }
+
+    /// Compresses one block, appending the stored bytes to `out`. `level`
+    /// applies to zstd (1..=22; 0 means its default) and is ignored otherwise.
+    pub fn compress_into(self, src: &[u8], level: i32, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+        if src.len() > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge { what: "block", size: src.len(), limit: MAX_BLOCK_SIZE });
+        }
+        let start = out.len();
+        match self {
+            Codec::None => out.extend_from_slice(src),
+            Codec::Lz4 => {
+                out.resize(start + self.max_stored_size(src.len()), 0);
+                let n = lz4_flex::block::compress_into(src, &mut out[start..])
+                    .map_err(|e| CodecError::Malformed { codec: self, reason: e.to_string() })?;
+                out.truncate(start + n);
+            }
+            Codec::Zstd => {
+                out.resize(start + self.max_stored_size(src.len()), 0);
+                let n = zstd::bulk::compress_to_buffer(src, &mut out[start..], level)
+                    .map_err(|e| CodecError::Malformed { codec: self, reason: e.to_string() })?;
+                out.truncate(start + n);
+            }
+        }
+        Ok(out.len() - start)
+    }
+
+    /// Compresses one block into a new vector.
+    pub fn compress(self, src: &[u8], level: i32) -> Result<Vec<u8>, CodecError> {
+        let mut out = Vec::new();
+        self.compress_into(src, level, &mut out)?;
+        Ok(out)
+    }
+
+    /// Decompresses one block into `dst`, whose length is the declared
+    /// uncompressed size. The stream must produce exactly `dst.len()` bytes.
+    pub fn decompress_into(self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
+        if dst.len() > MAX_BLOCK_SIZE {
+            return Err(CodecError::TooLarge { what: "declared size", size: dst.len(), limit: MAX_BLOCK_SIZE });
+        }
+        if src.len() > self.max_stored_size(dst.len()) {
+            return Err(CodecError::TooLarge {
+                what: "stored size",
+                size: src.len(),
+                limit: self.max_stored_size(dst.len()),
+            });
+        }
+        let got = match self {
+            Codec::None => {
+                if src.len() != dst.len() {
+                    return Err(CodecError::WrongLength { codec: self, expected: dst.len(), got: src.len() });
+                }
+                dst.copy_from_slice(src);
+                src.len()
+            }
+            Codec::Lz4 => lz4_flex::block::decompress_into(src, dst)
+                .map_err(|e| CodecError::Malformed { codec: self, reason: e.to_string() })?,
+            Codec::Zstd => zstd::bulk::decompress_to_buffer(src, dst)
+                .map_err(|e| CodecError::Malformed { codec: self, reason: e.to_string() })?,
+        };
+        if got != dst.len() {
+            return Err(CodecError::WrongLength { codec: self, expected: dst.len(), got });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(len: usize) -> Vec<u8> {
+        // Compressible but not trivial: a repeating phrase with a counter.
+        (0..len).map(|i| (b"gpustream "[i % 10]).wrapping_add((i / 997) as u8)).collect()
+    }
+
+    #[test]
+    fn round_trip_every_codec_at_edge_sizes() {
+        for codec in Codec::ALL {
+            for len in [0usize, 1, 65535, 65536] {
+                let src = sample(len);
+                let stored = codec.compress(&src, 3).unwrap();
+                assert!(stored.len() <= codec.max_stored_size(len), "{codec} {len}");
+                let mut out = vec![0u8; len];
+                codec.decompress_into(&stored, &mut out).unwrap();
+                assert_eq!(out, src, "{codec} {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn oversized_block_is_rejected() {
+        for codec in Codec::ALL {
+            let err = codec.compress(&sample(65537), 3).unwrap_err();
+            assert!(matches!(err, CodecError::TooLarge { .. }), "{codec}");
+            let mut out = vec![0u8; 65537];
+            assert!(matches!(codec.decompress_into(&[0u8; 4], &mut out), Err(CodecError::TooLarge { .. })));
+        }
+    }
+
+    #[test]
+    fn wrong_declared_size_is_an_error() {
+        for codec in Codec::ALL {
+            let src = sample(4096);
+            let stored = codec.compress(&src, 3).unwrap();
+            let mut short = vec![0u8; 4095];
+            assert!(codec.decompress_into(&stored, &mut short).is_err(), "{codec} short");
+            let mut long = vec![0u8; 4097];
+            assert!(codec.decompress_into(&stored, &mut long).is_err(), "{codec} long");
+        }
+    }
+
+    #[test]
+    fn truncated_streams_never_panic() {
+        for codec in [Codec::Lz4, Codec::Zstd] {
+            let src = sample(20000);
+            let stored = codec.compress(&src, 3).unwrap();
+            for cut in 0..stored.len() {
+                let mut out = vec![0u8; src.len()];
+                assert!(codec.decompress_into(&stored[..cut], &mut out).is_err(), "{codec} cut {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_codec_id() {
+        assert_eq!(Codec::from_id(7), Err(CodecError::UnknownCodec(7)));
+        for c in Codec::ALL {
+            assert_eq!(Codec::from_id(c.id()).unwrap(), c);
+        }
+    }
+}
