@@ -76,7 +76,9 @@ impl std::str::FromStr for Codec {
             "none" | "raw" => Ok(Codec::None),
             "lz4" => Ok(Codec::Lz4),
             "zstd" => Ok(Codec::Zstd),
-            other => Err(format!("unknown codec '{other}' (expected none, lz4 or zstd)")),
+            other => Err(format!(
+                "unknown codec '{other}' (expected none, lz4 or zstd)"
+            )),
         }
     }
 }
@@ -121,23 +123,41 @@ impl Codec {
 
     /// Compresses one block, appending the stored bytes to `out`. `level`
     /// applies to zstd (1..=22; 0 means its default) and is ignored otherwise.
-    pub fn compress_into(self, src: &[u8], level: i32, out: &mut Vec<u8>) -> Result<usize, CodecError> {
+    pub fn compress_into(
+        self,
+        src: &[u8],
+        level: i32,
+        out: &mut Vec<u8>,
+    ) -> Result<usize, CodecError> {
         if src.len() > MAX_BLOCK_SIZE {
-            return Err(CodecError::TooLarge { what: "block", size: src.len(), limit: MAX_BLOCK_SIZE });
+            return Err(CodecError::TooLarge {
+                what: "block",
+                size: src.len(),
+                limit: MAX_BLOCK_SIZE,
+            });
         }
         let start = out.len();
         match self {
             Codec::None => out.extend_from_slice(src),
             Codec::Lz4 => {
                 out.resize(start + self.max_stored_size(src.len()), 0);
-                let n = lz4_flex::block::compress_into(src, &mut out[start..])
-                    .map_err(|e| CodecError::Malformed { codec: self, reason: e.to_string() })?;
+                let n = lz4_flex::block::compress_into(src, &mut out[start..]).map_err(|e| {
+                    CodecError::Malformed {
+                        codec: self,
+                        reason: e.to_string(),
+                    }
+                })?;
                 out.truncate(start + n);
             }
             Codec::Zstd => {
                 out.resize(start + self.max_stored_size(src.len()), 0);
-                let n = zstd::bulk::compress_to_buffer(src, &mut out[start..], level)
-                    .map_err(|e| CodecError::Malformed { codec: self, reason: e.to_string() })?;
+                let n =
+                    zstd::bulk::compress_to_buffer(src, &mut out[start..], level).map_err(|e| {
+                        CodecError::Malformed {
+                            codec: self,
+                            reason: e.to_string(),
+                        }
+                    })?;
                 out.truncate(start + n);
             }
         }
@@ -155,7 +175,11 @@ impl Codec {
     /// uncompressed size. The stream must produce exactly `dst.len()` bytes.
     pub fn decompress_into(self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
         if dst.len() > MAX_BLOCK_SIZE {
-            return Err(CodecError::TooLarge { what: "declared size", size: dst.len(), limit: MAX_BLOCK_SIZE });
+            return Err(CodecError::TooLarge {
+                what: "declared size",
+                size: dst.len(),
+                limit: MAX_BLOCK_SIZE,
+            });
         }
         if src.len() > self.max_stored_size(dst.len()) {
             return Err(CodecError::TooLarge {
@@ -167,18 +191,34 @@ impl Codec {
         let got = match self {
             Codec::None => {
                 if src.len() != dst.len() {
-                    return Err(CodecError::WrongLength { codec: self, expected: dst.len(), got: src.len() });
+                    return Err(CodecError::WrongLength {
+                        codec: self,
+                        expected: dst.len(),
+                        got: src.len(),
+                    });
                 }
                 dst.copy_from_slice(src);
                 src.len()
             }
-            Codec::Lz4 => lz4_flex::block::decompress_into(src, dst)
-                .map_err(|e| CodecError::Malformed { codec: self, reason: e.to_string() })?,
-            Codec::Zstd => zstd::bulk::decompress_to_buffer(src, dst)
-                .map_err(|e| CodecError::Malformed { codec: self, reason: e.to_string() })?,
+            Codec::Lz4 => {
+                lz4_flex::block::decompress_into(src, dst).map_err(|e| CodecError::Malformed {
+                    codec: self,
+                    reason: e.to_string(),
+                })?
+            }
+            Codec::Zstd => {
+                zstd::bulk::decompress_to_buffer(src, dst).map_err(|e| CodecError::Malformed {
+                    codec: self,
+                    reason: e.to_string(),
+                })?
+            }
         };
         if got != dst.len() {
-            return Err(CodecError::WrongLength { codec: self, expected: dst.len(), got });
+            return Err(CodecError::WrongLength {
+                codec: self,
+                expected: dst.len(),
+                got,
+            });
         }
         Ok(())
     }
@@ -190,7 +230,9 @@ mod tests {
 
     fn sample(len: usize) -> Vec<u8> {
         // Compressible but not trivial: a repeating phrase with a counter.
-        (0..len).map(|i| (b"gpustream "[i % 10]).wrapping_add((i / 997) as u8)).collect()
+        (0..len)
+            .map(|i| (b"gpustream "[i % 10]).wrapping_add((i / 997) as u8))
+            .collect()
     }
 
     #[test]
@@ -213,7 +255,10 @@ mod tests {
             let err = codec.compress(&sample(65537), 3).unwrap_err();
             assert!(matches!(err, CodecError::TooLarge { .. }), "{codec}");
             let mut out = vec![0u8; 65537];
-            assert!(matches!(codec.decompress_into(&[0u8; 4], &mut out), Err(CodecError::TooLarge { .. })));
+            assert!(matches!(
+                codec.decompress_into(&[0u8; 4], &mut out),
+                Err(CodecError::TooLarge { .. })
+            ));
         }
     }
 
@@ -223,9 +268,15 @@ mod tests {
             let src = sample(4096);
             let stored = codec.compress(&src, 3).unwrap();
             let mut short = vec![0u8; 4095];
-            assert!(codec.decompress_into(&stored, &mut short).is_err(), "{codec} short");
+            assert!(
+                codec.decompress_into(&stored, &mut short).is_err(),
+                "{codec} short"
+            );
             let mut long = vec![0u8; 4097];
-            assert!(codec.decompress_into(&stored, &mut long).is_err(), "{codec} long");
+            assert!(
+                codec.decompress_into(&stored, &mut long).is_err(),
+                "{codec} long"
+            );
         }
     }
 
@@ -236,7 +287,10 @@ mod tests {
             let stored = codec.compress(&src, 3).unwrap();
             for cut in 0..stored.len() {
                 let mut out = vec![0u8; src.len()];
-                assert!(codec.decompress_into(&stored[..cut], &mut out).is_err(), "{codec} cut {cut}");
+                assert!(
+                    codec.decompress_into(&stored[..cut], &mut out).is_err(),
+                    "{codec} cut {cut}"
+                );
             }
         }
     }

@@ -39,7 +39,8 @@ pub enum GpuError {
 /// use when the adapter has them (subgroups, BC textures, timestamp queries)
 /// and the adapter's own limits.
 pub fn open_device() -> Result<GpuContext, GpuError> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
         power_preference: wgpu::PowerPreference::HighPerformance,
         force_fallback_adapter: false,
@@ -59,7 +60,11 @@ pub fn open_device() -> Result<GpuContext, GpuError> {
         ..Default::default()
     }))
     .map_err(|e| GpuError::Device(e.to_string()))?;
-    Ok(GpuContext { adapter, device, queue })
+    Ok(GpuContext {
+        adapter,
+        device,
+        queue,
+    })
 }
 
 /// The device for a GPU test. Where none exists it prints a loud notice and

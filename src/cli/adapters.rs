@@ -9,16 +9,22 @@ pub struct Args {}
 /// Lists every adapter with its backend, the features gpustream uses and the
 /// limits that size its dispatches.
 pub fn run(_args: Args) -> CliResult {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
     if adapters.is_empty() {
-        println!("no wgpu adapters (on Linux without a GPU, install mesa-vulkan-drivers for lavapipe)");
+        println!(
+            "no wgpu adapters (on Linux without a GPU, install mesa-vulkan-drivers for lavapipe)"
+        );
     }
     for a in adapters {
         let info = a.get_info();
         let f = a.features();
         let l = a.limits();
-        println!("{} ({:?}, {:?}, driver {} {})", info.name, info.backend, info.device_type, info.driver, info.driver_info);
+        println!(
+            "{} ({:?}, {:?}, driver {} {})",
+            info.name, info.backend, info.device_type, info.driver, info.driver_info
+        );
         println!(
             "  subgroups: {}  BC textures: {}  timestamps: {}",
             f.contains(wgpu::Features::SUBGROUP),
