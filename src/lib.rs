@@ -12,6 +12,10 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod completion;
+pub mod destinations;
 pub mod gpu;
+pub mod runtime;
+pub mod staging;
 
 pub use codec::{Codec, CodecError, MAX_BLOCK_SIZE};

@@ -1,0 +1,18 @@
+//! Completion: how the application learns that requests have finished.
+//!
+//! - [`Fence`]: a counter raised once every request enqueued before a signal
+//!   has finished.
+//! - [`StatusArray`]: per-entry Ok or the first failure, in enqueue order.
+//! - [`ErrorRecord`]: the number of failures and the first one.
+//! - [`Tracker`]: the per-queue bookkeeping that turns request completions
+//!   (which arrive in any order) into those in-order guarantees.
+
+mod error_record;
+mod fence;
+mod status;
+mod tracker;
+
+pub use error_record::{ErrorRecord, RequestFailure};
+pub use fence::{Fence, FenceReached};
+pub use status::{StatusArray, StatusEntry};
+pub use tracker::{Fired, Marker, Outcome, Tracker};

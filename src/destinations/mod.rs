@@ -1,0 +1,12 @@
+//! Destinations: where decoded bytes end up.
+//!
+//! - [`HostMemory`]: memory the runtime writes for the application.
+//! - `wgpu::Buffer` and `wgpu::Texture` destinations are written by GPU
+//!   copies (and decode dispatches) recorded on the application's queue; the
+//!   layout rules for those copies live in [`texture`].
+
+mod memory;
+pub mod texture;
+
+pub use memory::{HostMemory, HostMemoryBusy};
+pub(crate) use memory::HostClaim;

@@ -1,0 +1,278 @@
+//! The runtime: DirectStorage's factory, queues and requests, in Rust.
+//!
+//! ```no_run
+//! use gpustream::runtime::{Destination, QueueConfig, Request, Runtime, RuntimeConfig, Source};
+//! use gpustream::completion::Fence;
+//! use gpustream::destinations::HostMemory;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // With a GPU: Runtime::new(&device, &queue, config); here memory only.
+//! let runtime = Runtime::without_gpu(RuntimeConfig::default())?;
+//! let pack = runtime.open_pack("assets.gspk")?;
+//! let asset = pack.pack().find("level1/mesh.bin").expect("asset exists");
+//! let size = pack.pack().asset(asset).size as usize;
+//!
+//! let queue = runtime.create_queue(QueueConfig::default());
+//! let memory = HostMemory::new(size);
+//! queue.enqueue(Request::new(
+//!     Source::Blob { pack: pack.clone(), asset, range: None },
+//!     Destination::Memory { memory: memory.clone(), offset: 0 },
+//! ))?;
+//! let fence = Fence::new();
+//! queue.enqueue_signal(&fence, 1);
+//! queue.submit();
+//! fence.wait(1);
+//! assert_eq!(queue.error_record().failure_count, 0);
+//! let bytes = memory.to_vec()?;
+//! # let _ = bytes; Ok(()) }
+//! ```
+
+mod dispatcher;
+mod error;
+mod plan;
+mod queue;
+mod request;
+mod stats;
+pub mod trace;
+mod workers;
+
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use crossbeam::channel::Sender;
+use serde::Serialize;
+
+pub use error::RequestError;
+pub use queue::{Priority, Queue, QueueConfig, SourceKind, TryEnqueueError};
+pub use request::{Destination, Request, Source};
+pub use stats::{LatencyHistogram, QueueStats};
+
+use crate::codec::Codec;
+use crate::io::{IoConfig, IoEngine, IoFile, OpenMode};
+use crate::pack::Pack;
+
+/// How the runtime is set up.
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    /// Total staging memory in bytes (default 32 MiB), split into chunks.
+    pub staging_size: u64,
+    /// The size of one staging chunk (default: a quarter of the staging
+    /// size, at most 8 MiB). One coalesced read or one decoded block must fit.
+    pub staging_chunk: Option<u64>,
+    /// The I/O engine: backend, queue depth, the largest coalesced read and
+    /// over-read, fault injection.
+    pub io: IoConfig,
+    /// How files are opened (direct I/O where possible by default).
+    pub open_mode: OpenMode,
+    /// CPU decompression threads (default: the machine's cores).
+    pub cpu_threads: usize,
+    /// Decode LZ4 blocks bound for the GPU with the WGSL decoder when the
+    /// adapter can (default true); false forces the CPU path.
+    pub gpu_decompression: bool,
+    /// Check the checksum of blocks that go to the GPU as stored (default
+    /// true). The check reads staging memory, which may be write-combined.
+    pub verify_gpu_checksums: bool,
+    /// Host memory for reads bound for CPU decode (default 64 MiB).
+    pub bounce_limit: u64,
+    /// Record every request, signal and submit to this file (see
+    /// [`trace`]); `gpustream replay` plays it back.
+    pub trace: Option<std::path::PathBuf>,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            staging_size: 32 << 20,
+            staging_chunk: None,
+            io: IoConfig::default(),
+            open_mode: OpenMode::Auto,
+            cpu_threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            gpu_decompression: true,
+            verify_gpu_checksums: true,
+            bounce_limit: 64 << 20,
+            trace: None,
+        }
+    }
+}
+
+/// Why a runtime or a pack could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The I/O engine failed to start or to open a file.
+    #[error(transparent)]
+    Io(#[from] crate::io::IoError),
+    /// The pack's header or table of contents is invalid.
+    #[error(transparent)]
+    Pack(#[from] crate::pack::PackError),
+    /// A configuration value is out of range.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+/// Where a codec is decoded for GPU destinations
+/// (DirectStorage's `GetCompressionSupport`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompressionSupport {
+    /// By a compute shader on the GPU.
+    Gpu,
+    /// On CPU threads, then uploaded.
+    Cpu,
+}
+
+/// An opened pack: its table of contents and the file handle reads use.
+pub struct PackFile {
+    pack: Pack,
+    file: IoFile,
+}
+
+impl PackFile {
+    /// The table of contents.
+    pub fn pack(&self) -> &Pack {
+        &self.pack
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        self.pack.path()
+    }
+
+    /// Whether reads bypass the page cache.
+    pub fn is_direct(&self) -> bool {
+        self.file.is_direct()
+    }
+}
+
+pub(crate) struct GpuInfo {
+    pub chunk_size: u64,
+    pub staging_total: u64,
+}
+
+pub(crate) struct RuntimeShared {
+    pub config: RuntimeConfig,
+    pub engine: IoEngine,
+    pub gpu: Option<GpuInfo>,
+    pub gpu_lz4: bool,
+    pub cmds: Sender<dispatcher::Cmd>,
+    pub next_job: AtomicU64,
+    pub next_queue: std::sync::atomic::AtomicU32,
+    pub trace: Option<trace::TraceWriter>,
+}
+
+/// The runtime (DirectStorage's factory): the I/O engine, the staging
+/// buffer, the CPU decode threads and the GPU decoder, shared by its queues.
+///
+/// Create it from the application's own `wgpu::Device` and `wgpu::Queue`
+/// ([`Runtime::new`]): it never opens a device of its own, and records its
+/// work on that queue (see the ordering contract on [`Queue`]). Without a
+/// GPU ([`Runtime::without_gpu`]) it delivers into host memory only.
+///
+/// Dropping the runtime waits for every submitted request to finish.
+pub struct Runtime {
+    shared: Arc<RuntimeShared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    adapter_gpu: bool,
+}
+
+impl Runtime {
+    /// A runtime on the application's device and queue.
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue, config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        Self::build(Some((device.clone(), queue.clone())), config)
+    }
+
+    /// A runtime without a GPU: host-memory destinations only.
+    pub fn without_gpu(config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        Self::build(None, config)
+    }
+
+    fn build(gpu: Option<(wgpu::Device, wgpu::Queue)>, config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+        if config.staging_size < 256 << 10 {
+            return Err(RuntimeError::Config(format!("staging size {} is below 256 KiB", config.staging_size)));
+        }
+        let engine = IoEngine::new(config.io.clone())?;
+        let trace = match &config.trace {
+            Some(p) => Some(
+                trace::TraceWriter::create(p)
+                    .map_err(|e| RuntimeError::Config(format!("cannot create trace {}: {e}", p.display())))?,
+            ),
+            None => None,
+        };
+        let (tx, rx) = crossbeam::channel::unbounded();
+        let chunk = config.staging_chunk.unwrap_or((config.staging_size / 4).min(8 << 20)).max(128 << 10);
+        let gpu_parts = gpu.map(|(device, queue)| {
+            let ring = crate::staging::StagingRing::new(&device, config.staging_size, chunk);
+            // The decoder has a portable path for every adapter with compute
+            // shaders, and a subgroup path where the adapter has subgroups.
+            let lz4 = config.gpu_decompression.then(|| crate::decode::gpu::Lz4DecodePipeline::new(&device));
+            (device, queue, ring, lz4)
+        });
+        let gpu_info = gpu_parts
+            .as_ref()
+            .map(|(_, _, ring, _)| GpuInfo { chunk_size: ring.chunk_size(), staging_total: ring.chunk_size() * ring.chunks.len() as u64 });
+        let gpu_lz4 = gpu_parts.as_ref().is_some_and(|g| g.3.is_some());
+        let adapter_gpu = gpu_parts.is_some();
+        let shared = Arc::new(RuntimeShared {
+            config: config.clone(),
+            engine,
+            gpu: gpu_info,
+            gpu_lz4,
+            cmds: tx,
+            next_job: AtomicU64::new(1),
+            next_queue: std::sync::atomic::AtomicU32::new(0),
+            trace,
+        });
+        let d = dispatcher::Dispatcher::new(shared.clone(), rx, gpu_parts, config.cpu_threads, config.bounce_limit);
+        let thread = std::thread::Builder::new()
+            .name("gpustream-dispatch".into())
+            .spawn(move || d.run())
+            .map_err(|e| RuntimeError::Config(format!("cannot start the dispatcher thread: {e}")))?;
+        Ok(Runtime { shared, thread: Some(thread), adapter_gpu })
+    }
+
+    /// Opens a pack: reads and validates its table of contents, and opens
+    /// the file for the I/O engine (direct I/O where the filesystem allows).
+    pub fn open_pack(&self, path: impl AsRef<Path>) -> Result<Arc<PackFile>, RuntimeError> {
+        let pack = Pack::open(path.as_ref())?;
+        let file = self.shared.engine.open(path.as_ref(), self.shared.config.open_mode)?;
+        Ok(Arc::new(PackFile { pack, file }))
+    }
+
+    /// Creates a queue.
+    pub fn create_queue(&self, config: QueueConfig) -> Queue {
+        Queue::new(self.shared.clone(), config)
+    }
+
+    /// Where `codec` blocks bound for GPU destinations are decoded.
+    pub fn compression_support(&self, codec: Codec) -> CompressionSupport {
+        match codec {
+            Codec::Lz4 if self.shared.gpu_lz4 => CompressionSupport::Gpu,
+            // Stored blocks are copied by the GPU's copy engine.
+            Codec::None if self.adapter_gpu => CompressionSupport::Gpu,
+            _ => CompressionSupport::Cpu,
+        }
+    }
+
+    /// The I/O backend in use ("io_uring" or "threads").
+    pub fn io_backend(&self) -> String {
+        self.shared.engine.backend_name().to_string()
+    }
+
+    /// The staging chunk size and total actually allocated (GPU runtimes).
+    pub fn staging(&self) -> Option<(u64, u64)> {
+        self.shared.gpu.as_ref().map(|g| (g.chunk_size, g.staging_total))
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let _ = self.shared.cmds.send(dispatcher::Cmd::Shutdown);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(t) = &self.shared.trace {
+            t.flush();
+        }
+    }
+}

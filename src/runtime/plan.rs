@@ -1,0 +1,416 @@
+//! Turning a request into parts: one per block, each with where its bytes
+//! come from, which slice of the decoded block it delivers, where that slice
+//! goes, and how it is decoded.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::codec::{Codec, MAX_BLOCK_SIZE};
+use crate::destinations::texture::{self, RegionLayout};
+use crate::pack::{AssetKind, BlockId};
+
+use super::request::{Destination, Request, Source};
+use super::{PackFile, RequestError, RuntimeShared};
+
+/// Where a block's stored bytes are.
+#[derive(Clone)]
+pub(crate) enum BlockData {
+    /// In a pack file, at `Block::offset`.
+    File(Arc<PackFile>, BlockId),
+    /// Already in memory (memory sources, assembled packed mips).
+    Memory(Arc<[u8]>, Range<usize>),
+}
+
+/// One block to deliver.
+#[derive(Clone)]
+pub(crate) struct BlockSrc {
+    pub data: BlockData,
+    /// Absolute file offset (0 for memory).
+    pub offset: u64,
+    pub stored: u32,
+    pub size: u32,
+    pub codec: Codec,
+}
+
+impl BlockSrc {
+    pub fn describe(&self) -> String {
+        match &self.data {
+            BlockData::File(p, id) => format!("{} in {}", p.pack.describe_block(*id), p.path().display()),
+            BlockData::Memory(..) => "memory block".to_string(),
+        }
+    }
+}
+
+/// Where a part's bytes go.
+#[derive(Clone, Debug)]
+pub(crate) enum Place {
+    /// Byte offset inside the request's host-memory claim.
+    Memory { offset: usize },
+    /// Byte offset inside the destination buffer.
+    Buffer { offset: u64 },
+    /// A texture region, fed from staging with rows at `layout.row_pitch`.
+    Texture { mip: u32, origin: wgpu::Origin3d, width: u32, height: u32, layout: RegionLayout },
+    /// Byte offset in the request's assembly buffer (packed mips).
+    Assemble { offset: usize },
+}
+
+/// How a part is decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// On a CPU thread (checksum, decode, then write or copy to staging).
+    Cpu,
+    /// Stored bytes go to staging and a GPU copy moves them as they are.
+    Raw,
+    /// Stored bytes go to staging and the GPU LZ4 decoder expands them.
+    GpuLz4,
+}
+
+/// One block of one request.
+#[derive(Clone)]
+pub(crate) struct Part {
+    pub job: u64,
+    pub block: BlockSrc,
+    /// The slice of the decoded block this part delivers.
+    pub take: Range<u32>,
+    pub place: Place,
+    pub class: Class,
+    /// The staging slot (chunk, offset) reserved for a CPU part's output
+    /// bound for the GPU.
+    pub staged_at: Option<(usize, u64)>,
+}
+
+impl Part {
+    /// Bytes of staging the part's output needs (GPU destinations).
+    pub fn staging_out(&self) -> u64 {
+        match &self.place {
+            Place::Texture { layout, .. } => layout.padded_size(),
+            Place::Buffer { .. } => (self.take.end - self.take.start).next_multiple_of(4) as u64,
+            _ => 0,
+        }
+    }
+}
+
+/// A packed-mips request decodes its blocks into one buffer first, then
+/// delivers each mip from it.
+pub(crate) struct Assembly {
+    pub len: usize,
+    /// Per mip: the byte range in the assembled stream and where it goes.
+    pub outputs: Vec<(Range<usize>, Place)>,
+}
+
+/// The parts of a request (with `job` left 0), and its assembly if any.
+pub(crate) struct Plan {
+    pub parts: Vec<Part>,
+    pub assembly: Option<Assembly>,
+    pub delivered: u64,
+    pub stored: u64,
+    pub file: Option<std::path::PathBuf>,
+    pub source_desc: String,
+}
+
+fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) -> Class {
+    let gpu_dest = matches!(place, Place::Buffer { .. } | Place::Texture { .. });
+    if !gpu_dest || !whole {
+        return Class::Cpu;
+    }
+    // Buffer copies move whole words: a part whose length is not a multiple
+    // of 4 (a blob's last block) gets its zero padding from a CPU thread.
+    if matches!(place, Place::Buffer { .. }) && block.size % 4 != 0 {
+        return Class::Cpu;
+    }
+    // Texture rows must already be at a 256-byte pitch for the GPU paths;
+    // otherwise a CPU thread re-pitches them while copying into staging.
+    if let Place::Texture { layout, .. } = place {
+        if layout.rows > 1 && layout.row_bytes != layout.row_pitch {
+            return Class::Cpu;
+        }
+    }
+    match block.codec {
+        // A GPU copy's source offset must be a multiple of the texel block
+        // (16 bytes at most); a stored block elsewhere goes through a CPU copy.
+        Codec::None if matches!(block.data, BlockData::Memory(..)) || block.offset % 16 == 0 => Class::Raw,
+        Codec::None => Class::Cpu,
+        Codec::Lz4 if rt.gpu_lz4 => Class::GpuLz4,
+        _ => Class::Cpu,
+    }
+}
+
+/// Validates `req` against the runtime and the queue's source kind, and
+/// splits it into parts.
+pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestError> {
+    if req.destination.is_gpu() && rt.gpu.is_none() {
+        return Err(RequestError::NoGpu);
+    }
+    let mut parts = Vec::new();
+    let mut assembly = None;
+    let (delivered, file, source_desc);
+    // The destination as a sequence of places for a linear byte stream.
+    let linear = |len: u64| -> Result<Box<dyn Fn(u64) -> Place>, RequestError> {
+        match &req.destination {
+            Destination::Memory { memory, offset } => {
+                let end = (*offset as u64).checked_add(len);
+                if end.is_none_or(|e| e > memory.len() as u64) {
+                    return Err(RequestError::DestinationTooSmall {
+                        needed: len,
+                        offset: *offset as u64,
+                        have: memory.len() as u64,
+                    });
+                }
+                Ok(Box::new(|at| Place::Memory { offset: at as usize }))
+            }
+            Destination::Buffer { buffer, offset } => {
+                if !buffer.usage().contains(wgpu::BufferUsages::COPY_DST) {
+                    return Err(RequestError::BadBuffer("the buffer lacks COPY_DST usage".into()));
+                }
+                if offset % 4 != 0 {
+                    return Err(RequestError::BadBuffer(format!("offset {offset} is not a multiple of 4")));
+                }
+                let needed = len.next_multiple_of(4);
+                if offset.checked_add(needed).is_none_or(|e| e > buffer.size()) {
+                    return Err(RequestError::DestinationTooSmall { needed, offset: *offset, have: buffer.size() });
+                }
+                let base = *offset;
+                Ok(Box::new(move |at| Place::Buffer { offset: base + at }))
+            }
+            Destination::Texture { .. } => Err(RequestError::InvalidSource(
+                "a blob or memory source needs a memory or buffer destination (or a texture with an extent)".into(),
+            )),
+        }
+    };
+    match &req.source {
+        Source::Blob { pack, asset, range } => {
+            let a = pack.pack.asset(*asset);
+            if a.kind != AssetKind::Blob {
+                return Err(RequestError::InvalidSource(format!("asset '{}' is not a blob", a.name)));
+            }
+            let r = range.clone().unwrap_or(0..a.size);
+            if r.start > r.end || r.end > a.size {
+                return Err(RequestError::InvalidSource(format!(
+                    "range {r:?} is outside blob '{}' of {} bytes",
+                    a.name, a.size
+                )));
+            }
+            if matches!(req.destination, Destination::Buffer { .. }) && r.start % 4 != 0 {
+                return Err(RequestError::BadBuffer(format!(
+                    "a blob range into a buffer must start at a multiple of 4, not {}",
+                    r.start
+                )));
+            }
+            let to = linear(r.end - r.start)?;
+            let blocks = a.blocks.clone();
+            let bs = MAX_BLOCK_SIZE as u64;
+            let first = r.start / bs;
+            let last = if r.end == r.start { first } else { r.end.div_ceil(bs) };
+            for i in first..last {
+                let id = BlockId(blocks.start + i as u32);
+                let b = pack.pack.blocks()[id.0 as usize];
+                let bstart = i * bs;
+                let lo = r.start.max(bstart) - bstart;
+                let hi = r.end.min(bstart + b.size as u64) - bstart;
+                if hi <= lo {
+                    continue;
+                }
+                let place = to(bstart + lo - r.start);
+                let block = BlockSrc {
+                    data: BlockData::File(pack.clone(), id),
+                    offset: b.offset,
+                    stored: b.stored_size,
+                    size: b.size,
+                    codec: b.codec,
+                };
+                let whole = lo == 0 && hi == b.size as u64;
+                let class = classify(rt, &block, &place, whole);
+                parts.push(Part { job: 0, block, take: lo as u32..hi as u32, place, class, staged_at: None });
+            }
+            delivered = r.end - r.start;
+            file = Some(pack.path().to_path_buf());
+            source_desc = format!("{} asset '{}' bytes {:?}", pack.path().display(), a.name, r);
+        }
+        Source::Tile { pack, asset, mip, x, y } => {
+            let a = pack.pack.asset(*asset);
+            let id = pack.pack.tile(*asset, *mip, *x, *y)?;
+            let region = pack.pack.tile_region(*asset, *mip, *x, *y)?;
+            let tex = a.texture.as_ref().ok_or_else(|| RequestError::InvalidSource(format!("asset '{}' is not a texture", a.name)))?;
+            let b = pack.pack.blocks()[id.0 as usize];
+            let format = tex.format.wgpu();
+            let place = match &req.destination {
+                Destination::Texture { texture, mip: dmip, origin, extent } => {
+                    if let Some(e) = extent {
+                        if *e != (region.width, region.height) {
+                            return Err(texture::TextureRegionError::WrongExtent {
+                                expected: (region.width, region.height),
+                                got: *e,
+                            }
+                            .into());
+                        }
+                    }
+                    texture::check_region(texture, format, *dmip, *origin, region.width, region.height)?;
+                    let layout = texture::region_layout(format, region.width, region.height)
+                        .ok_or_else(|| RequestError::InvalidSource(format!("format {format:?} cannot be streamed")))?;
+                    if layout.tight_size() != b.size as u64 {
+                        return Err(RequestError::InvalidSource(format!(
+                            "tile block holds {} bytes, the region needs {}",
+                            b.size,
+                            layout.tight_size()
+                        )));
+                    }
+                    Place::Texture { mip: *dmip, origin: *origin, width: region.width, height: region.height, layout }
+                }
+                _ => linear(b.size as u64)?(0),
+            };
+            let block = BlockSrc {
+                data: BlockData::File(pack.clone(), id),
+                offset: b.offset,
+                stored: b.stored_size,
+                size: b.size,
+                codec: b.codec,
+            };
+            let class = classify(rt, &block, &place, true);
+            parts.push(Part { job: 0, block, take: 0..b.size, place, class, staged_at: None });
+            delivered = b.size as u64;
+            file = Some(pack.path().to_path_buf());
+            source_desc = format!("{} asset '{}' mip {mip} tile ({x},{y})", pack.path().display(), a.name);
+        }
+        Source::PackedMips { pack, asset } => {
+            let a = pack.pack.asset(*asset);
+            let packed = pack.pack.packed_mips(*asset)?;
+            let tex = a.texture.as_ref().ok_or_else(|| RequestError::InvalidSource(format!("asset '{}' is not a texture", a.name)))?;
+            let format = tex.format.wgpu();
+            let mut stream = 0usize;
+            let mut offsets = Vec::new();
+            for id in packed.blocks.clone() {
+                let b = pack.pack.blocks()[id as usize];
+                offsets.push(stream);
+                stream += b.size as usize;
+            }
+            let mut outputs = Vec::new();
+            match &req.destination {
+                Destination::Texture { texture, mip: dmip, origin, .. } => {
+                    if origin.x != 0 || origin.y != 0 {
+                        return Err(RequestError::InvalidSource("packed mips go to origin (0,0)".into()));
+                    }
+                    let first = packed.mips.first().map(|m| m.mip).unwrap_or(0);
+                    for m in &packed.mips {
+                        let level = dmip + (m.mip - first) as u32;
+                        texture::check_region(texture, format, level, *origin, m.width, m.height)?;
+                        let layout = texture::region_layout(format, m.width, m.height)
+                            .ok_or_else(|| RequestError::InvalidSource(format!("format {format:?} cannot be streamed")))?;
+                        let start = m.offset as usize;
+                        let end = start + layout.tight_size() as usize;
+                        if end > stream {
+                            return Err(RequestError::InvalidSource(format!(
+                                "packed mip {} reaches byte {end} of a {stream}-byte packed stream",
+                                m.mip
+                            )));
+                        }
+                        outputs.push((
+                            start..end,
+                            Place::Texture { mip: level, origin: *origin, width: m.width, height: m.height, layout },
+                        ));
+                    }
+                }
+                _ => {
+                    let to = linear(stream as u64)?;
+                    outputs.push((0..stream, to(0)));
+                }
+            }
+            for (i, id) in packed.blocks.clone().enumerate() {
+                let b = pack.pack.blocks()[id as usize];
+                let block = BlockSrc {
+                    data: BlockData::File(pack.clone(), BlockId(id)),
+                    offset: b.offset,
+                    stored: b.stored_size,
+                    size: b.size,
+                    codec: b.codec,
+                };
+                parts.push(Part {
+                    job: 0,
+                    block,
+                    take: 0..b.size,
+                    place: Place::Assemble { offset: offsets[i] },
+                    class: Class::Cpu,
+                    staged_at: None,
+                });
+            }
+            assembly = Some(Assembly { len: stream, outputs });
+            delivered = stream as u64;
+            file = Some(pack.path().to_path_buf());
+            source_desc = format!("{} asset '{}' packed mips", pack.path().display(), a.name);
+        }
+        Source::Memory { data, codec, size } => {
+            let size = *size;
+            if *codec != Codec::None && size as usize > MAX_BLOCK_SIZE {
+                return Err(RequestError::Codec(crate::codec::CodecError::TooLarge {
+                    what: "declared size",
+                    size: size as usize,
+                    limit: MAX_BLOCK_SIZE,
+                }));
+            }
+            let block = BlockSrc {
+                data: BlockData::Memory(data.clone(), 0..data.len()),
+                offset: 0,
+                stored: data.len() as u32,
+                size,
+                codec: *codec,
+            };
+            let place = match &req.destination {
+                Destination::Texture { texture, mip, origin, extent } => {
+                    let (w, h) = extent.ok_or_else(|| {
+                        RequestError::InvalidSource("a memory source into a texture needs the extent".into())
+                    })?;
+                    let format = texture.format();
+                    texture::check_region(texture, format, *mip, *origin, w, h)?;
+                    let layout = texture::region_layout(format, w, h)
+                        .ok_or_else(|| RequestError::InvalidSource(format!("format {format:?} cannot be streamed")))?;
+                    if layout.tight_size() != size as u64 {
+                        return Err(RequestError::InvalidSource(format!(
+                            "memory source of {size} bytes, the region needs {}",
+                            layout.tight_size()
+                        )));
+                    }
+                    Place::Texture { mip: *mip, origin: *origin, width: w, height: h, layout }
+                }
+                _ => linear(size as u64)?(0),
+            };
+            let class = classify(rt, &block, &place, true);
+            if size > 0 {
+                parts.push(Part { job: 0, block, take: 0..size, place, class, staged_at: None });
+            }
+            delivered = size as u64;
+            file = None;
+            source_desc = format!("memory ({} bytes, {codec})", data.len());
+        }
+    }
+    // DirectStorage's rule: everything a request stages must fit at once.
+    if let Some(g) = &rt.gpu {
+        let chunk = g.chunk_size;
+        let mut total = 0u64;
+        for p in &parts {
+            let staged = p.staging_out().max(match p.class {
+                Class::Raw | Class::GpuLz4 => p.block.stored as u64 + 8192,
+                Class::Cpu => 0,
+            });
+            if staged > chunk {
+                return Err(RequestError::StagingTooSmall { needed: staged, have: chunk });
+            }
+            total += staged;
+        }
+        if let Some(a) = &assembly {
+            for (r, place) in &a.outputs {
+                let p = match place {
+                    Place::Texture { layout, .. } => layout.padded_size(),
+                    _ => (r.end - r.start) as u64,
+                };
+                if p > chunk {
+                    return Err(RequestError::StagingTooSmall { needed: p, have: chunk });
+                }
+                total += p;
+            }
+        }
+        if total > g.staging_total {
+            return Err(RequestError::StagingTooSmall { needed: total, have: g.staging_total });
+        }
+    }
+    let stored = parts.iter().map(|p| p.block.stored as u64).sum();
+    Ok(Plan { parts, assembly, delivered, stored, file, source_desc })
+}

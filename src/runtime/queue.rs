@@ -1,0 +1,482 @@
+//! Queues: where the application enqueues requests, fence signals and
+//! status writes, and submits them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::completion::{ErrorRecord, Fence, Marker, Outcome, StatusArray, Tracker};
+
+use super::dispatcher::{Cmd, FailureInfo, JobSpec};
+use super::request::{Destination, Request};
+use super::stats::QueueStats;
+use super::{plan, RequestError, RuntimeShared};
+
+/// A queue's priority. The runtime serves higher priorities first; see
+/// `Dispatcher::next_part` for how lower ones are kept from starving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// Background work.
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// Needed soon.
+    High,
+    /// Needed now.
+    Realtime,
+}
+
+impl From<Priority> for crate::io::Priority {
+    fn from(p: Priority) -> Self {
+        match p {
+            Priority::Low => crate::io::Priority::Low,
+            Priority::Normal => crate::io::Priority::Normal,
+            Priority::High => crate::io::Priority::High,
+            Priority::Realtime => crate::io::Priority::Realtime,
+        }
+    }
+}
+
+/// What a queue reads from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceKind {
+    /// Pack files.
+    #[default]
+    File,
+    /// Memory.
+    Memory,
+}
+
+/// How to create a queue.
+#[derive(Clone, Debug)]
+pub struct QueueConfig {
+    /// Requests the queue holds between enqueue and completion: 128 to 8192.
+    pub capacity: usize,
+    /// Its priority.
+    pub priority: Priority,
+    /// What its requests read from.
+    pub source: SourceKind,
+    /// A name for stats and traces.
+    pub name: Option<String>,
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        QueueConfig { capacity: 1024, priority: Priority::Normal, source: SourceKind::File, name: None }
+    }
+}
+
+/// The per-request switches shared by the queue (for `cancel`) and the
+/// runtime threads (which write the destination).
+pub(crate) struct JobCtl {
+    pub tag: u64,
+    cancelled: AtomicBool,
+    gate: RwLock<()>,
+    gpu: Mutex<u32>,
+    gpu_idle: Condvar,
+}
+
+impl JobCtl {
+    fn new(tag: u64) -> JobCtl {
+        JobCtl { tag, cancelled: AtomicBool::new(false), gate: RwLock::new(()), gpu: Mutex::new(0), gpu_idle: Condvar::new() }
+    }
+
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+    }
+
+    /// Held while a CPU thread writes the destination; `None` once cancelled.
+    pub(crate) fn write_gate(&self) -> Option<RwLockReadGuard<'_, ()>> {
+        let g = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        (!self.is_cancelled()).then_some(g)
+    }
+
+    /// Pins the request for a GPU write; false once cancelled.
+    pub(crate) fn begin_gpu(&self) -> bool {
+        let _g = self.gate.read().unwrap_or_else(|e| e.into_inner());
+        if self.is_cancelled() {
+            return false;
+        }
+        *self.gpu.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        true
+    }
+
+    /// A GPU write recorded by `begin_gpu` has landed.
+    pub(crate) fn end_gpu(&self) {
+        let mut n = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            self.gpu_idle.notify_all();
+        }
+    }
+
+    /// Marks the request cancelled and waits until no write of it is under
+    /// way: CPU writes hold the gate, GPU writes already submitted are
+    /// waited for. After this returns the destination is not written again.
+    fn cancel(&self) {
+        {
+            let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
+            self.cancelled.store(true, Ordering::Release);
+        }
+        let mut n = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            n = self.gpu_idle.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+enum Item {
+    Request(Box<JobSpec>),
+    Marker(u64, Marker),
+}
+
+struct State {
+    pending: Vec<Item>,
+    pending_requests: usize,
+    next_seq: u64,
+    in_flight: usize,
+}
+
+pub(crate) struct QueueShared {
+    pub id: u32,
+    pub config: QueueConfig,
+    pub priority: Priority,
+    state: Mutex<State>,
+    space: Condvar,
+    tracker: Mutex<Tracker>,
+    registry: Mutex<HashMap<u64, Arc<JobCtl>>>,
+    pub stats: Mutex<QueueStats>,
+    rt: Arc<RuntimeShared>,
+}
+
+impl QueueShared {
+    pub(crate) fn priority_index(&self) -> usize {
+        self.priority as usize
+    }
+
+    /// Called by the dispatcher when a request has ended.
+    pub(crate) fn finish(&self, id: u64, seq: u64, window: u64, outcome: Outcome, _submitted: Instant) {
+        let fired = self.tracker.lock().unwrap_or_else(|e| e.into_inner()).complete(seq, window, outcome);
+        self.registry.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.in_flight -= 1;
+        }
+        self.space.notify_all();
+        fired.into_iter().for_each(|f| f.fire());
+    }
+}
+
+/// Why `try_enqueue` gave a request back.
+pub enum TryEnqueueError {
+    /// The queue is at capacity; here is the request.
+    Full(Request),
+    /// The request is invalid.
+    Invalid(RequestError),
+}
+
+impl std::fmt::Debug for TryEnqueueError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TryEnqueueError::Full(_) => f.write_str("Full(..)"),
+            TryEnqueueError::Invalid(e) => write!(f, "Invalid({e})"),
+        }
+    }
+}
+
+/// A queue of requests, fence signals and status writes (DirectStorage's
+/// `IDStorageQueue`). Thread-safe: enqueue from any thread.
+///
+/// Nothing runs until [`Queue::submit`] (or the automatic submit when half
+/// the capacity is enqueued). Requests then run concurrently and finish in
+/// any order, but a fence signal or status entry reports only once every
+/// request enqueued before it on this queue has finished.
+///
+/// # GPU ordering contract
+/// The runtime records its copies and decode dispatches on the `wgpu::Queue`
+/// the [`super::Runtime`] was created with. A fence reaches its value only
+/// after the submissions carrying the data of every earlier request have
+/// completed on the GPU, so any work the application submits to that queue
+/// after it has seen the fence at that value sees the data.
+pub struct Queue {
+    shared: Arc<QueueShared>,
+}
+
+impl Queue {
+    pub(crate) fn new(rt: Arc<RuntimeShared>, mut config: QueueConfig) -> Queue {
+        config.capacity = config.capacity.clamp(128, 8192);
+        let priority = config.priority;
+        let id = rt.next_queue.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = &rt.trace {
+            t.queue(id, priority, config.capacity);
+        }
+        Queue {
+            shared: Arc::new(QueueShared {
+                id,
+                config,
+                priority,
+                state: Mutex::new(State { pending: Vec::new(), pending_requests: 0, next_seq: 0, in_flight: 0 }),
+                space: Condvar::new(),
+                tracker: Mutex::new(Tracker::new()),
+                registry: Mutex::new(HashMap::new()),
+                stats: Mutex::new(QueueStats::default()),
+                rt,
+            }),
+        }
+    }
+
+    /// The queue's configuration (capacity clamped to 128..=8192).
+    pub fn config(&self) -> &QueueConfig {
+        &self.shared.config
+    }
+
+    fn prepare(&self, req: &Request) -> Result<Box<JobSpec>, RequestError> {
+        let sh = &self.shared;
+        let kind = req.source.kind();
+        let want = match sh.config.source {
+            super::SourceKind::File => "file",
+            super::SourceKind::Memory => "memory",
+        };
+        if kind != want {
+            return Err(RequestError::WrongSourceKind { queue: want, request: kind });
+        }
+        let p = plan::plan(&sh.rt, req)?;
+        let id = sh.rt.next_job.fetch_add(1, Ordering::Relaxed);
+        let claim = match &req.destination {
+            Destination::Memory { memory, offset } => Some(Arc::new(
+                memory
+                    .claim(id, *offset..*offset + p.delivered as usize)
+                    .map_err(|busy| RequestError::DestinationBusy { range: *offset..*offset + p.delivered as usize, busy })?,
+            )),
+            _ => None,
+        };
+        if let Some(t) = &sh.rt.trace {
+            let first = p.parts.first().map(|x| &x.block);
+            t.request(sh.id, req, first.map_or(0, |b| b.offset), p.stored, p.delivered, first.map(|b| b.codec));
+        }
+        let ctl = Arc::new(JobCtl::new(req.tag));
+        let mut parts = p.parts;
+        for part in &mut parts {
+            part.job = id;
+        }
+        Ok(Box::new(JobSpec {
+            id,
+            seq: 0,
+            window: 0,
+            queue: sh.clone(),
+            ctl,
+            destination: req.destination.clone(),
+            claim,
+            parts,
+            assembly: p.assembly,
+            delivered: p.delivered,
+            stored: p.stored,
+            failure_info: FailureInfo {
+                source: p.source_desc,
+                destination: req.destination.describe(),
+                tag: req.tag,
+                name: req.name.clone(),
+                file: p.file,
+            },
+            submitted: Instant::now(),
+        }))
+    }
+
+    fn push(&self, s: &mut State, mut spec: Box<JobSpec>) {
+        spec.seq = s.next_seq;
+        s.next_seq += 1;
+        self.shared.registry.lock().unwrap_or_else(|e| e.into_inner()).insert(spec.id, spec.ctl.clone());
+        s.pending.push(Item::Request(spec));
+        s.pending_requests += 1;
+        s.in_flight += 1;
+        self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()).requests += 1;
+    }
+
+    /// Enqueues a request, blocking while the queue is at capacity. Invalid
+    /// requests (wrong destination size or format, unknown tile, ...) are
+    /// refused here and never run.
+    pub fn enqueue(&self, req: Request) -> Result<(), RequestError> {
+        let spec = self.prepare(&req)?;
+        let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        while s.in_flight >= self.shared.config.capacity {
+            if s.pending_requests > 0 {
+                let fired = self.submit_locked(&mut s);
+                drop(s);
+                fired.into_iter().for_each(|f| f.fire());
+                s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+                continue;
+            }
+            s = self.shared.space.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        self.push(&mut s, spec);
+        self.auto_submit(s);
+        Ok(())
+    }
+
+    /// Enqueues a request unless the queue is at capacity, in which case it
+    /// comes back in [`TryEnqueueError::Full`].
+    pub fn try_enqueue(&self, req: Request) -> Result<(), TryEnqueueError> {
+        let s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.in_flight >= self.shared.config.capacity {
+            return Err(TryEnqueueError::Full(req));
+        }
+        drop(s);
+        let spec = self.prepare(&req).map_err(TryEnqueueError::Invalid)?;
+        let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.in_flight >= self.shared.config.capacity {
+            return Err(TryEnqueueError::Full(req));
+        }
+        self.push(&mut s, spec);
+        self.auto_submit(s);
+        Ok(())
+    }
+
+    fn auto_submit(&self, mut s: std::sync::MutexGuard<'_, State>) {
+        if s.pending_requests >= self.shared.config.capacity / 2 {
+            let fired = self.submit_locked(&mut s);
+            drop(s);
+            fired.into_iter().for_each(|f| f.fire());
+        }
+    }
+
+    /// Enqueues a fence signal: `fence` reaches `value` once every request
+    /// enqueued before it on this queue has finished (done, failed or
+    /// cancelled, GPU work included).
+    pub fn enqueue_signal(&self, fence: &Fence, value: u64) {
+        let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = s.next_seq;
+        s.next_seq += 1;
+        s.pending.push(Item::Marker(seq, Marker::Signal(fence.clone(), value)));
+        if let Some(t) = &self.shared.rt.trace {
+            t.signal(self.shared.id);
+        }
+    }
+
+    /// Enqueues a status write: entry `index` of `array` becomes pending now
+    /// (at submit) and, once every earlier request has finished, holds Ok or
+    /// the first failure (in enqueue order) among the requests enqueued since
+    /// the previous status write on this queue.
+    pub fn enqueue_status(&self, array: &StatusArray, index: usize) {
+        let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let seq = s.next_seq;
+        s.next_seq += 1;
+        s.pending.push(Item::Marker(seq, Marker::Status(array.clone(), index)));
+    }
+
+    /// Sends everything enqueued so far to the runtime.
+    pub fn submit(&self) {
+        let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        let fired = self.submit_locked(&mut s);
+        drop(s);
+        fired.into_iter().for_each(|f| f.fire());
+    }
+
+    fn submit_locked(&self, s: &mut State) -> Vec<crate::completion::Fired> {
+        if s.pending.is_empty() {
+            return Vec::new();
+        }
+        let items = std::mem::take(&mut s.pending);
+        s.pending_requests = 0;
+        let mut jobs = Vec::new();
+        let mut fired = Vec::new();
+        {
+            let mut t = self.shared.tracker.lock().unwrap_or_else(|e| e.into_inner());
+            for item in items {
+                match item {
+                    Item::Request(mut spec) => {
+                        spec.window = t.add_request(spec.seq);
+                        spec.submitted = Instant::now();
+                        jobs.push(*spec);
+                    }
+                    Item::Marker(seq, m) => fired.extend(t.add_marker(seq, m)),
+                }
+            }
+        }
+        if !jobs.is_empty() {
+            self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()).submits += 1;
+            if let Some(t) = &self.shared.rt.trace {
+                t.submit(self.shared.id, jobs.len() as u64);
+            }
+            if let Err(crossbeam::channel::SendError(Cmd::Batch(jobs))) = self.shared.rt.cmds.send(Cmd::Batch(jobs)) {
+                // The dispatcher is gone: every request still ends, as failed.
+                let mut t = self.shared.tracker.lock().unwrap_or_else(|e| e.into_inner());
+                for spec in jobs {
+                    s.in_flight -= 1;
+                    self.shared.registry.lock().unwrap_or_else(|e| e.into_inner()).remove(&spec.id);
+                    let info = spec.failure_info;
+                    let f = Arc::new(crate::completion::RequestFailure {
+                        error: Arc::new(RequestError::ShutDown),
+                        source: info.source,
+                        destination: info.destination,
+                        source_size: spec.stored,
+                        destination_size: spec.delivered,
+                        tag: info.tag,
+                        name: info.name,
+                        file: info.file,
+                    });
+                    fired.extend(t.complete(spec.seq, spec.window, Outcome::Failed(f)));
+                }
+            }
+        }
+        fired
+    }
+
+    /// Cancels every request of this queue whose `tag & mask == value` and
+    /// has not finished. Cancelled requests count as neither done nor failed;
+    /// once this returns they never write their destination again (it waits
+    /// for GPU copies of theirs already submitted). Do not call it from a
+    /// fence callback: those run on the runtime's own thread.
+    pub fn cancel(&self, mask: u64, value: u64) {
+        let matching: Vec<Arc<JobCtl>> = self
+            .shared
+            .registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .filter(|c| c.tag & mask == value)
+            .cloned()
+            .collect();
+        for c in matching {
+            c.cancel();
+        }
+    }
+
+    /// The number of failed requests since the last call and the first of
+    /// them in enqueue order; starts a new record.
+    pub fn error_record(&self) -> ErrorRecord {
+        self.shared.tracker.lock().unwrap_or_else(|e| e.into_inner()).take_error_record()
+    }
+
+    /// A snapshot of the queue's statistics.
+    pub fn stats(&self) -> QueueStats {
+        self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Requests enqueued and not yet finished.
+    pub fn in_flight(&self) -> usize {
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).in_flight
+    }
+}
+
+impl Drop for Queue {
+    /// Dropping a queue cancels what was enqueued but never submitted and
+    /// submits it, so every request still ends once and every fence enqueued
+    /// on the queue still reaches its value. Submitted work runs on.
+    fn drop(&mut self) {
+        let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
+        for item in &s.pending {
+            if let Item::Request(spec) = item {
+                spec.ctl.cancel();
+            }
+        }
+        let fired = self.submit_locked(&mut s);
+        drop(s);
+        fired.into_iter().for_each(|f| f.fire());
+    }
+}

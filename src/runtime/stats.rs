@@ -1,0 +1,133 @@
+//! Per-queue statistics.
+
+use serde::Serialize;
+
+/// What a queue has done so far. Serialises to JSON for `bench` and traces.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct QueueStats {
+    /// Requests enqueued.
+    pub requests: u64,
+    /// Requests that finished delivering.
+    pub completed: u64,
+    /// Requests that failed.
+    pub failed: u64,
+    /// Requests that were cancelled.
+    pub cancelled: u64,
+    /// Submits (explicit and automatic) that carried at least one item.
+    pub submits: u64,
+    /// Bytes read from files, sector rounding and coalescing over-read included.
+    pub bytes_read: u64,
+    /// Stored (compressed) bytes of the blocks read or taken from memory.
+    pub bytes_stored: u64,
+    /// Uncompressed bytes delivered to destinations.
+    pub bytes_delivered: u64,
+    /// Bytes the host copied (bounce buffers into staging, scratch into
+    /// destinations): divide by `bytes_delivered` for copies per byte.
+    pub bytes_host_copied: u64,
+    /// Blocks decoded on CPU threads.
+    pub blocks_cpu_decoded: u64,
+    /// Blocks decoded by the GPU LZ4 decoder.
+    pub blocks_gpu_decoded: u64,
+    /// Blocks copied as stored.
+    pub blocks_copied: u64,
+    /// Reads issued (after coalescing).
+    pub reads: u64,
+    /// Summed time reads were in flight, nanoseconds.
+    pub read_ns: u64,
+    /// Summed CPU decode time over all threads, nanoseconds.
+    pub cpu_decode_ns: u64,
+    /// Summed time GPU submissions were in flight, nanoseconds.
+    pub gpu_ns: u64,
+    /// GPU submissions made for this queue's data.
+    pub gpu_submits: u64,
+    /// The most staging bytes in use at once (all queues of the runtime).
+    pub staging_peak_bytes: u64,
+    /// Summed request latency (submit to completion), nanoseconds.
+    pub latency_ns_total: u64,
+    /// Request latencies (submit to completion).
+    pub latency: LatencyHistogram,
+}
+
+/// A log-scale histogram of request latencies: 8 buckets per power of two
+/// of microseconds, so percentiles come out within about 9%.
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyHistogram {
+    #[serde(skip)]
+    buckets: Vec<u64>,
+    /// Samples recorded.
+    pub count: u64,
+}
+
+impl Default for LatencyHistogram {
+    fn default() -> Self {
+        LatencyHistogram { buckets: vec![0; 8 * 40], count: 0 }
+    }
+}
+
+impl LatencyHistogram {
+    fn bucket(us: f64) -> usize {
+        if us < 1.0 {
+            return 0;
+        }
+        ((us.log2() * 8.0) as usize + 1).min(8 * 40 - 1)
+    }
+
+    fn bucket_value(b: usize) -> f64 {
+        if b == 0 {
+            0.5
+        } else {
+            2f64.powf((b as f64 - 0.5) / 8.0)
+        }
+    }
+
+    /// Records one latency.
+    pub fn record(&mut self, d: std::time::Duration) {
+        let us = d.as_secs_f64() * 1e6;
+        self.buckets[Self::bucket(us)] += 1;
+        self.count += 1;
+    }
+
+    /// The `q` quantile (0..=1) in microseconds, or 0 with no samples.
+    pub fn quantile_us(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let target = ((self.count as f64 * q).ceil() as u64).clamp(1, self.count);
+        let mut seen = 0;
+        for (b, n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= target {
+                return Self::bucket_value(b);
+            }
+        }
+        Self::bucket_value(self.buckets.len() - 1)
+    }
+
+    /// Adds another histogram's samples.
+    pub fn merge(&mut self, other: &LatencyHistogram) {
+        for (a, b) in self.buckets.iter_mut().zip(&other.buckets) {
+            *a += b;
+        }
+        self.count += other.count;
+    }
+}
+
+impl QueueStats {
+    /// Requests per submit.
+    pub fn requests_per_submit(&self) -> f64 {
+        if self.submits == 0 {
+            0.0
+        } else {
+            self.requests as f64 / self.submits as f64
+        }
+    }
+
+    /// Host bytes copied per byte delivered.
+    pub fn copies_per_byte(&self) -> f64 {
+        if self.bytes_delivered == 0 {
+            0.0
+        } else {
+            self.bytes_host_copied as f64 / self.bytes_delivered as f64
+        }
+    }
+}

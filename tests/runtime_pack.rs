@@ -1,0 +1,563 @@
+//! The runtime reading real packs: blob round trips, the fault-injection
+//! sweep over 1,000 seeds, and (on a wgpu adapter) buffers and textures
+//! streamed tile by tile and read back equal to the source.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gpustream::codec::Codec;
+use gpustream::completion::{Fence, StatusArray, StatusEntry};
+use gpustream::destinations::HostMemory;
+use gpustream::io::{BackendKind, FaultConfig, IoConfig};
+use gpustream::pack::{AssetId, PackWriter, TextureFormat, WriterOptions};
+use gpustream::runtime::{
+    CompressionSupport, Destination, QueueConfig, Request, RequestError, Runtime, RuntimeConfig, Source,
+};
+
+/// Bytes that compress about 2:1 with LZ4, and differ per seed.
+fn content(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let run = 1 + (x % 24) as usize;
+        if x & 1 == 0 {
+            let b = (x >> 8) as u8;
+            out.extend(std::iter::repeat_n(b, run));
+        } else {
+            out.extend((0..run).map(|i| (x >> (i % 56)) as u8));
+        }
+    }
+    out.truncate(len);
+    out
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+    blobs: Vec<(String, Vec<u8>)>,
+}
+
+fn blob_pack(codec: Codec) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("blobs.gspk");
+    let blobs: Vec<(String, Vec<u8>)> = [0usize, 1, 65535, 65536, 65537, 300_000, 1 << 20]
+        .iter()
+        .enumerate()
+        .map(|(i, &len)| (format!("blob{i}"), content(i as u64 + 1, len)))
+        .collect();
+    let mut w = PackWriter::create(&path, WriterOptions { codec, level: 3, threads: 1 }).unwrap();
+    for (name, data) in &blobs {
+        w.add_blob(name, data).unwrap();
+    }
+    w.finish().unwrap();
+    Fixture { _dir: dir, path, blobs }
+}
+
+fn cpu_runtime(io: IoConfig) -> Runtime {
+    Runtime::without_gpu(RuntimeConfig { io, cpu_threads: 2, ..Default::default() }).unwrap()
+}
+
+#[test]
+fn blobs_round_trip_whole_and_by_range_for_every_codec() {
+    for codec in Codec::ALL {
+        let fx = blob_pack(codec);
+        for backend in [BackendKind::IoUring, BackendKind::Threads] {
+            let rt = match Runtime::without_gpu(RuntimeConfig {
+                io: IoConfig { backend, ..Default::default() },
+                ..Default::default()
+            }) {
+                Ok(rt) => rt,
+                Err(e) if backend == BackendKind::IoUring => {
+                    eprintln!("io_uring unavailable here ({e}); the threads backend still runs");
+                    continue;
+                }
+                Err(e) => panic!("{e}"),
+            };
+            let pf = rt.open_pack(&fx.path).unwrap();
+            let q = rt.create_queue(QueueConfig::default());
+            let mut checks = Vec::new();
+            for (name, data) in &fx.blobs {
+                let asset = pf.pack().find(name).unwrap();
+                let whole = HostMemory::new(data.len());
+                q.enqueue(Request::new(
+                    Source::Blob { pack: pf.clone(), asset, range: None },
+                    Destination::Memory { memory: whole.clone(), offset: 0 },
+                ))
+                .unwrap();
+                checks.push((whole, data.clone()));
+                if data.len() > 10 {
+                    let r = 3..data.len() as u64 - 5;
+                    let part = HostMemory::new(r.end as usize - r.start as usize + 7);
+                    q.enqueue(Request::new(
+                        Source::Blob { pack: pf.clone(), asset, range: Some(r.clone()) },
+                        Destination::Memory { memory: part.clone(), offset: 7 },
+                    ))
+                    .unwrap();
+                    let mut want = vec![0u8; 7];
+                    want.extend_from_slice(&data[r.start as usize..r.end as usize]);
+                    checks.push((part, want));
+                }
+            }
+            let f = Fence::new();
+            q.enqueue_signal(&f, 1);
+            q.submit();
+            assert!(f.wait_timeout(1, Duration::from_secs(60)), "{codec} {backend:?}");
+            assert_eq!(q.error_record().failure_count, 0, "{codec} {backend:?}");
+            for (mem, want) in checks {
+                assert!(mem.to_vec().unwrap() == want, "{codec} {backend:?}: {} bytes differ", want.len());
+            }
+            let st = q.stats();
+            assert_eq!(st.completed, st.requests);
+            assert!(st.bytes_read >= st.bytes_stored);
+        }
+    }
+}
+
+#[test]
+fn a_corrupt_block_fails_only_its_own_request() {
+    let fx = blob_pack(Codec::Lz4);
+    let pack = gpustream::pack::Pack::open(&fx.path).unwrap();
+    let victim = pack.find("blob5").unwrap();
+    let b = pack.blocks()[pack.asset(victim).blocks.start as usize + 1];
+    let mut bytes = std::fs::read(&fx.path).unwrap();
+    bytes[b.offset as usize + 10] ^= 0x40;
+    std::fs::write(&fx.path, &bytes).unwrap();
+
+    let rt = cpu_runtime(IoConfig::default());
+    let pf = rt.open_pack(&fx.path).unwrap();
+    let q = rt.create_queue(QueueConfig::default());
+    let s = StatusArray::new(fx.blobs.len());
+    let mut mems = Vec::new();
+    for (i, (name, data)) in fx.blobs.iter().enumerate() {
+        let m = HostMemory::new(data.len());
+        let asset = pf.pack().find(name).unwrap();
+        q.enqueue(
+            Request::new(Source::Blob { pack: pf.clone(), asset, range: None }, Destination::Memory { memory: m.clone(), offset: 0 })
+                .with_name(name.clone()),
+        )
+        .unwrap();
+        q.enqueue_status(&s, i);
+        mems.push(m);
+    }
+    q.submit();
+    for (i, (name, data)) in fx.blobs.iter().enumerate() {
+        match s.wait(i) {
+            StatusEntry::Ok => {
+                assert_ne!(name, "blob5");
+                assert!(mems[i].to_vec().unwrap() == *data, "{name}");
+            }
+            StatusEntry::Failed(f) => {
+                assert_eq!(name, "blob5");
+                let msg = f.error.to_string();
+                assert!(matches!(&*f.error, RequestError::Pack(_)), "{msg}");
+                assert!(msg.contains("blob5") && msg.contains(&b.offset.to_string()), "error names asset and offset: {msg}");
+            }
+            StatusEntry::Pending => unreachable!(),
+        }
+    }
+}
+
+#[test]
+fn a_pack_truncated_after_open_fails_the_missing_blocks() {
+    let fx = blob_pack(Codec::Lz4);
+    let rt = cpu_runtime(IoConfig::default());
+    let pf = rt.open_pack(&fx.path).unwrap();
+    // Cut the file in the middle of the last blob.
+    let len = std::fs::metadata(&fx.path).unwrap().len();
+    let last = pf.pack().find("blob6").unwrap();
+    let first_block = pf.pack().blocks()[pf.pack().asset(last).blocks.start as usize];
+    let cut = first_block.offset + (len - first_block.offset) / 2;
+    std::fs::OpenOptions::new().write(true).open(&fx.path).unwrap().set_len(cut).unwrap();
+    let q = rt.create_queue(QueueConfig::default());
+    let m = HostMemory::new(fx.blobs[6].1.len());
+    q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: last, range: None }, Destination::Memory { memory: m, offset: 0 }))
+        .unwrap();
+    let ok = HostMemory::new(fx.blobs[2].1.len());
+    let early = pf.pack().find("blob2").unwrap();
+    q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: early, range: None }, Destination::Memory { memory: ok.clone(), offset: 0 }))
+        .unwrap();
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    assert!(f.wait_timeout(1, Duration::from_secs(60)));
+    let rec = q.error_record();
+    assert_eq!(rec.failure_count, 1);
+    assert!(ok.to_vec().unwrap() == fx.blobs[2].1);
+}
+
+/// The fault-injection sweep: random request mixes over seeded faults
+/// (short reads, EIO, EINTR, delays, reordering) and random cancellation,
+/// on both backends.
+#[test]
+fn fault_injection_keeps_every_promise_over_1000_seeds() {
+    let fx = blob_pack(Codec::Lz4);
+    let seeds: u64 = std::env::var("GPUSTREAM_FAULT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    for seed in 0..seeds {
+        let backend = if seed % 2 == 0 { BackendKind::Threads } else { BackendKind::Auto };
+        let io = IoConfig { backend, queue_depth: 1 + (seed % 16) as usize, fault: Some(FaultConfig::mixed(seed)), ..Default::default() };
+        let rt = cpu_runtime(io);
+        let pf = rt.open_pack(&fx.path).unwrap();
+        let q = rt.create_queue(QueueConfig::default());
+        let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let n = 4 + (next() % 12) as usize;
+        let per_request = StatusArray::new(n);
+        let mut reqs = Vec::new();
+        // Fences after every few requests; each callback checks that every
+        // request before it has released its memory (= has finished).
+        let fence = Fence::new();
+        let ran_ahead = Arc::new(AtomicBool::new(false));
+        let last_value = Arc::new(AtomicU64::new(0));
+        let mut signals = 0u64;
+        let finished_before: Arc<Mutex<Vec<(HostMemory, usize)>>> = Arc::new(Mutex::new(Vec::new()));
+        for i in 0..n {
+            let (name, data) = &fx.blobs[(next() % fx.blobs.len() as u64) as usize];
+            let asset = pf.pack().find(name).unwrap();
+            let range = if data.len() > 2 && next() % 3 == 0 {
+                let a = next() % data.len() as u64;
+                let b = a + next() % (data.len() as u64 - a);
+                Some(a..b)
+            } else {
+                None
+            };
+            let r = range.clone().unwrap_or(0..data.len() as u64);
+            let mem = HostMemory::new((r.end - r.start) as usize);
+            let tag = next() % 4;
+            q.enqueue(
+                Request::new(Source::Blob { pack: pf.clone(), asset, range }, Destination::Memory { memory: mem.clone(), offset: 0 })
+                    .with_tag(tag)
+                    .with_name(format!("r{i}")),
+            )
+            .unwrap();
+            q.enqueue_status(&per_request, i);
+            finished_before.lock().unwrap().push((mem.clone(), mem.len()));
+            reqs.push((mem, data[r.start as usize..r.end as usize].to_vec(), tag));
+            if next() % 4 == 0 || i == n - 1 {
+                signals += 1;
+                let upto = i + 1;
+                let fb = finished_before.clone();
+                let bad = ran_ahead.clone();
+                let lv = last_value.clone();
+                let v = signals;
+                fence.on_reached(v, move |reached| {
+                    if lv.fetch_max(reached, Ordering::SeqCst) > reached {
+                        bad.store(true, Ordering::SeqCst);
+                    }
+                    for (m, len) in fb.lock().unwrap().iter().take(upto) {
+                        if m.with_bytes(0..*len, |_| ()).is_err() {
+                            bad.store(true, Ordering::SeqCst);
+                        }
+                    }
+                });
+                q.enqueue_signal(&fence, v);
+            }
+            if next() % 5 == 0 {
+                q.submit();
+            }
+        }
+        let cancel_tag = next() % 8; // values 4..7 match nothing
+        let cancel_early = next() % 2 == 0;
+        if cancel_early {
+            q.cancel(3, cancel_tag);
+        }
+        q.submit();
+        if !cancel_early {
+            q.cancel(3, cancel_tag);
+        }
+        assert!(fence.wait_timeout(signals, Duration::from_secs(60)), "seed {seed}: a fence never reached {signals}");
+        assert!(!ran_ahead.load(Ordering::SeqCst), "seed {seed}: a fence ran ahead of an unfinished request");
+        let st = q.stats();
+        assert_eq!(st.completed + st.failed + st.cancelled, n as u64, "seed {seed}: every request ends once");
+        let mut first_failed = None;
+        let mut failures = 0;
+        for (i, (mem, want, tag)) in reqs.iter().enumerate() {
+            match per_request.get(i) {
+                StatusEntry::Pending => panic!("seed {seed}: request {i} never finished"),
+                StatusEntry::Failed(f) => {
+                    assert_eq!(f.name.as_deref(), Some(format!("r{i}").as_str()), "seed {seed}");
+                    assert!(!(*tag & 3 == cancel_tag && cancel_early), "seed {seed}: a request cancelled before submit failed");
+                    failures += 1;
+                    first_failed.get_or_insert(i);
+                    let msg = f.error.to_string();
+                    assert!(!msg.is_empty());
+                }
+                StatusEntry::Ok => {
+                    // Ok: delivered, or cancelled (then untouched if cancelled
+                    // before submit).
+                    let got = mem.to_vec().unwrap();
+                    if *tag & 3 == cancel_tag {
+                        if cancel_early {
+                            assert!(got.iter().all(|&b| b == 0), "seed {seed}: cancelled request {i} wrote");
+                        }
+                    } else {
+                        assert!(got == *want, "seed {seed}: request {i} delivered wrong bytes");
+                    }
+                }
+            }
+        }
+        let rec = q.error_record();
+        assert_eq!(rec.failure_count, failures, "seed {seed}");
+        assert_eq!(rec.failure_count, st.failed, "seed {seed}");
+        if let Some(i) = first_failed {
+            assert_eq!(rec.first_failure.unwrap().name.as_deref(), Some(format!("r{i}").as_str()), "seed {seed}: first failure in enqueue order");
+        }
+    }
+}
+
+// ---------------------------------------------------------------- GPU --
+
+fn texture_pack(dir: &Path, codec: Codec) -> (std::path::PathBuf, Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>) {
+    let path = dir.join("textures.gspk");
+    let mut w = PackWriter::create(&path, WriterOptions { codec, level: 3, threads: 1 }).unwrap();
+    let mut textures = Vec::new();
+    for (name, format, width, height) in [("bc7", TextureFormat::Bc7, 640u32, 384u32), ("rgba8", TextureFormat::Rgba8Unorm, 300, 200)] {
+        let mut mips = Vec::new();
+        let (mut mw, mut mh) = (width, height);
+        let mut m = 0;
+        loop {
+            let size = format.data_size(mw, mh) as usize;
+            mips.push(content(1000 + m, size));
+            if mw == 1 && mh == 1 || (format.is_compressed() && mw <= 4 && mh <= 4) {
+                break;
+            }
+            mw = (mw / 2).max(1);
+            mh = (mh / 2).max(1);
+            m += 1;
+        }
+        w.add_texture(name, format, width, height, &mips).unwrap();
+        textures.push((name.to_string(), format, width, height, mips));
+    }
+    w.add_blob("mesh", &content(77, 200_004)).unwrap();
+    w.finish().unwrap();
+    (path, textures)
+}
+
+fn read_texture_mip(ctx: &gpustream::gpu::GpuContext, tex: &wgpu::Texture, mip: u32, format: TextureFormat) -> Vec<u8> {
+    let (w, h) = ((tex.width() >> mip).max(1), (tex.height() >> mip).max(1));
+    let wf = format.wgpu();
+    let (bw, bh) = wf.block_dimensions();
+    let row = w.div_ceil(bw) * wf.block_copy_size(None).unwrap();
+    let rows = h.div_ceil(bh);
+    let pitch = row.next_multiple_of(256);
+    let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: (pitch * rows) as u64,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    });
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    enc.copy_texture_to_buffer(
+        wgpu::TexelCopyTextureInfo { texture: tex, mip_level: mip, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
+        wgpu::TexelCopyBufferInfo {
+            buffer: &buf,
+            layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(pitch), rows_per_image: Some(rows) },
+        },
+        wgpu::Extent3d { width: w.next_multiple_of(bw), height: h.next_multiple_of(bh), depth_or_array_layers: 1 },
+    );
+    ctx.queue.submit([enc.finish()]);
+    buf.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+    ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let view = buf.slice(..).get_mapped_range().unwrap();
+    let mut out = Vec::with_capacity((row * rows) as usize);
+    for r in 0..rows as usize {
+        out.extend_from_slice(&view[r * pitch as usize..r * pitch as usize + row as usize]);
+    }
+    out
+}
+
+fn stream_textures(ctx: &gpustream::gpu::GpuContext, codec: Codec, gpu_decompression: bool, staging: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, textures) = texture_pack(dir.path(), codec);
+    let rt = Runtime::new(
+        &ctx.device,
+        &ctx.queue,
+        RuntimeConfig { staging_size: staging, gpu_decompression, cpu_threads: 2, ..Default::default() },
+    )
+    .unwrap();
+    if gpu_decompression {
+        assert_eq!(rt.compression_support(Codec::Lz4), CompressionSupport::Gpu);
+    } else {
+        assert_eq!(rt.compression_support(Codec::Lz4), CompressionSupport::Cpu);
+    }
+    let pf = rt.open_pack(&path).unwrap();
+    let q = rt.create_queue(QueueConfig::default());
+    let mut gpu_textures = Vec::new();
+    for (name, format, width, height, mips) in &textures {
+        let asset = pf.pack().find(name).unwrap();
+        if format.is_compressed() && !ctx.device.features().contains(wgpu::Features::TEXTURE_COMPRESSION_BC) {
+            eprintln!("adapter lacks BC textures: skipping {name}");
+            continue;
+        }
+        let tex = ctx.device.create_texture(&wgpu::TextureDescriptor {
+            label: Some(name),
+            size: wgpu::Extent3d { width: *width, height: *height, depth_or_array_layers: 1 },
+            mip_level_count: mips.len() as u32,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: format.wgpu(),
+            usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::COPY_SRC,
+            view_formats: &[],
+        });
+        for mip in 0..mips.len() as u8 {
+            if let Some((tx, ty)) = pf.pack().tile_grid(asset, mip).unwrap() {
+                for y in 0..ty {
+                    for x in 0..tx {
+                        let region = pf.pack().tile_region(asset, mip, x, y).unwrap();
+                        q.enqueue(Request::new(
+                            Source::Tile { pack: pf.clone(), asset, mip, x, y },
+                            Destination::Texture {
+                                texture: tex.clone(),
+                                mip: mip as u32,
+                                origin: wgpu::Origin3d { x: region.x, y: region.y, z: 0 },
+                                extent: None,
+                            },
+                        ))
+                        .unwrap();
+                    }
+                }
+            }
+        }
+        let packed = pf.pack().packed_mips(asset).unwrap();
+        if let Some(first) = packed.mips.first() {
+            q.enqueue(Request::new(
+                Source::PackedMips { pack: pf.clone(), asset },
+                Destination::Texture { texture: tex.clone(), mip: first.mip as u32, origin: wgpu::Origin3d::ZERO, extent: None },
+            ))
+            .unwrap();
+        }
+        gpu_textures.push((tex, *format, mips.clone(), name.clone()));
+    }
+    // A blob into a buffer at an offset, through the same queue.
+    let mesh = pf.pack().find("mesh").unwrap();
+    let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("mesh"),
+        size: 200_004 + 256,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: mesh, range: None }, Destination::Buffer { buffer: buf.clone(), offset: 256 }))
+        .unwrap();
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    assert!(f.wait_timeout(1, Duration::from_secs(120)), "fence never reached");
+    let rec = q.error_record();
+    assert_eq!(rec.failure_count, 0, "{:?}", rec.first_failure.map(|f| f.to_string()));
+    for (tex, format, mips, name) in &gpu_textures {
+        for (m, want) in mips.iter().enumerate() {
+            let got = read_texture_mip(ctx, tex, m as u32, *format);
+            assert!(got == *want, "{name} mip {m} differs ({codec}, gpu decode {gpu_decompression})");
+        }
+    }
+    let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 200_004 + 256,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    });
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(&buf, 0, &rb, 0, 200_004 + 256);
+    ctx.queue.submit([enc.finish()]);
+    rb.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+    ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    let view = rb.slice(..).get_mapped_range().unwrap();
+    assert!(view[256..256 + 200_004] == content(77, 200_004)[..], "mesh blob differs");
+    let st = q.stats();
+    if gpu_decompression && codec == Codec::Lz4 {
+        assert!(st.blocks_gpu_decoded > 0, "LZ4 blocks went to the GPU decoder");
+    }
+    assert_eq!(st.completed, st.requests);
+}
+
+#[test]
+fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
+    let Some(ctx) = gpustream::gpu::test_device() else { return };
+    eprintln!("adapter: {}", ctx.describe());
+    // GPU LZ4 decode, CPU LZ4 decode, zstd on CPU, stored blocks copied;
+    // the small staging buffer forces many chunk cycles.
+    stream_textures(&ctx, Codec::Lz4, true, 1 << 20);
+    stream_textures(&ctx, Codec::Lz4, false, 32 << 20);
+    stream_textures(&ctx, Codec::Zstd, true, 4 << 20);
+    stream_textures(&ctx, Codec::None, true, 2 << 20);
+}
+
+#[test]
+fn gpu_destination_validation_comes_back_from_enqueue() {
+    let Some(ctx) = gpustream::gpu::test_device() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = texture_pack(dir.path(), Codec::Lz4);
+    let rt = Runtime::new(&ctx.device, &ctx.queue, RuntimeConfig::default()).unwrap();
+    let pf = rt.open_pack(&path).unwrap();
+    let q = rt.create_queue(QueueConfig::default());
+    let rgba = pf.pack().find("rgba8").unwrap();
+    let wrong = ctx.device.create_texture(&wgpu::TextureDescriptor {
+        label: None,
+        size: wgpu::Extent3d { width: 128, height: 128, depth_or_array_layers: 1 },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::R8Unorm,
+        usage: wgpu::TextureUsages::COPY_DST,
+        view_formats: &[],
+    });
+    let tile = |texture: &wgpu::Texture, x: u32| {
+        Request::new(
+            Source::Tile { pack: pf.clone(), asset: rgba, mip: 0, x: 0, y: 0 },
+            Destination::Texture { texture: texture.clone(), mip: 0, origin: wgpu::Origin3d { x, y: 0, z: 0 }, extent: None },
+        )
+    };
+    assert!(matches!(q.enqueue(tile(&wrong, 0)), Err(RequestError::Texture(_))));
+    let small = ctx.device.create_texture(&wgpu::TextureDescriptor {
+        label: None,
+        size: wgpu::Extent3d { width: 128, height: 128, depth_or_array_layers: 1 },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: wgpu::TextureFormat::Rgba8Unorm,
+        usage: wgpu::TextureUsages::COPY_DST,
+        view_formats: &[],
+    });
+    assert!(q.enqueue(tile(&small, 0)).is_ok());
+    assert!(matches!(q.enqueue(tile(&small, 64)), Err(RequestError::Texture(_))), "out of bounds");
+    let e = q.enqueue(Request::new(
+        Source::Tile { pack: pf.clone(), asset: rgba, mip: 0, x: 99, y: 0 },
+        Destination::Texture { texture: small.clone(), mip: 0, origin: wgpu::Origin3d::ZERO, extent: None },
+    ));
+    assert!(matches!(e, Err(RequestError::Pack(_))), "no such tile");
+    let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 1000,
+        usage: wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mesh = pf.pack().find("mesh").unwrap();
+    let e = q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: mesh, range: None }, Destination::Buffer { buffer: buf, offset: 0 }));
+    assert!(matches!(e, Err(RequestError::DestinationTooSmall { .. })));
+    // A request larger than the staging buffer.
+    let rt2 = Runtime::new(&ctx.device, &ctx.queue, RuntimeConfig { staging_size: 256 << 10, ..Default::default() }).unwrap();
+    let pf2 = rt2.open_pack(&path).unwrap();
+    let q2 = rt2.create_queue(QueueConfig::default());
+    let big = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: 1 << 20,
+        usage: wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let e = q2.enqueue(Request::new(Source::Blob { pack: pf2.clone(), asset: mesh, range: None }, Destination::Buffer { buffer: big, offset: 0 }));
+    assert!(matches!(e, Err(RequestError::StagingTooSmall { .. })), "{:?}", e.err().map(|e| e.to_string()));
+    let _: Option<AssetId> = None;
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    assert!(f.wait_timeout(1, Duration::from_secs(60)));
+}
