@@ -13,6 +13,8 @@ use std::ops::Range;
 
 mod error;
 pub mod format;
+pub mod import;
+pub mod ktx2;
 mod reader;
 mod texture;
 mod writer;
