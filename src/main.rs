@@ -16,12 +16,27 @@ struct Cli {
 enum Command {
     /// List the wgpu adapters this machine offers.
     Adapters(cli::adapters::Args),
+    /// Build a pack from images (PNG, JPEG), KTX2 files and other files.
+    Pack(cli::pack::Args),
+    /// Show a pack's assets, tiles, codecs and compression ratios.
+    Info(cli::info::Args),
+    /// Check every block's checksum and decode it; list every bad block.
+    Verify(cli::verify::Args),
+    /// Write one asset out: a blob's bytes or a texture as KTX2.
+    Unpack(cli::unpack::Args),
+    /// Build (or reuse) the demo pack from the images in assets/.
+    DemoPack(cli::demo_pack::Args),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Adapters(args) => cli::adapters::run(args),
+        Command::Pack(args) => cli::pack::run(args),
+        Command::Info(args) => cli::info::run(args),
+        Command::Verify(args) => cli::verify::run(args),
+        Command::Unpack(args) => cli::unpack::run(args),
+        Command::DemoPack(args) => cli::demo_pack::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

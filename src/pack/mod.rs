@@ -11,6 +11,7 @@ use crate::codec::Codec;
 use serde::Serialize;
 use std::ops::Range;
 
+pub mod demo;
 mod error;
 pub mod format;
 pub mod import;
