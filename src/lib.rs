@@ -17,5 +17,6 @@ pub mod destinations;
 pub mod gpu;
 pub mod runtime;
 pub mod staging;
+pub mod pack;
 
 pub use codec::{Codec, CodecError, MAX_BLOCK_SIZE};

@@ -22,6 +22,16 @@ enum Command {
     Replay(cli::replay::ReplayArgs),
     /// Summarise a captured trace.
     TraceInfo(cli::replay::InfoArgs),
+    /// Build a pack from images (PNG, JPEG), KTX2 files and other files.
+    Pack(cli::pack::Args),
+    /// Show a pack's assets, tiles, codecs and compression ratios.
+    Info(cli::info::Args),
+    /// Check every block's checksum and decode it; list every bad block.
+    Verify(cli::verify::Args),
+    /// Write one asset out: a blob's bytes or a texture as KTX2.
+    Unpack(cli::unpack::Args),
+    /// Build (or reuse) the demo pack from the images in assets/.
+    DemoPack(cli::demo_pack::Args),
 }
 
 fn main() {
@@ -31,6 +41,11 @@ fn main() {
         Command::Bench(args) => cli::bench::run(args),
         Command::Replay(args) => cli::replay::replay(args),
         Command::TraceInfo(args) => cli::replay::info(args),
+        Command::Pack(args) => cli::pack::run(args),
+        Command::Info(args) => cli::info::run(args),
+        Command::Verify(args) => cli::verify::run(args),
+        Command::Unpack(args) => cli::unpack::run(args),
+        Command::DemoPack(args) => cli::demo_pack::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

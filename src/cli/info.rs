@@ -1,0 +1,218 @@
+//! `gpustream info`: what a pack holds and how well it compressed.
+
+use super::CliResult;
+use gpustream::pack::{AssetKind, Pack};
+use gpustream::Codec;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// Arguments of `gpustream info`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The pack.
+    pack: PathBuf,
+    /// Print JSON instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Serialize, Default, Clone, Copy)]
+struct Totals {
+    blocks: u64,
+    uncompressed: u64,
+    stored: u64,
+    ratio: f64,
+}
+
+impl Totals {
+    fn add(&mut self, size: u32, stored: u32) {
+        self.blocks += 1;
+        self.uncompressed += size as u64;
+        self.stored += stored as u64;
+        self.ratio = self.uncompressed as f64 / self.stored.max(1) as f64;
+    }
+}
+
+#[derive(Serialize)]
+struct AssetInfo {
+    name: String,
+    kind: AssetKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    format: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    width: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    height: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mips: Option<u8>,
+    /// Tiles per tiled mip, finest first (mips in the packed tail omitted).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tiles: Vec<[u32; 3]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    packed_mips: Option<usize>,
+    first_block: u32,
+    blocks: u32,
+    uncompressed: u64,
+    stored: u64,
+    ratio: f64,
+    codecs: Vec<Codec>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    path: String,
+    file_len: u64,
+    data_offset: u64,
+    assets: Vec<AssetInfo>,
+    by_codec: std::collections::BTreeMap<&'static str, Totals>,
+    by_kind: std::collections::BTreeMap<&'static str, Totals>,
+    total: Totals,
+}
+
+fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
+    let mut by_codec = std::collections::BTreeMap::new();
+    let mut by_kind = std::collections::BTreeMap::new();
+    let mut total = Totals::default();
+    let mut assets = Vec::new();
+    for (i, a) in pack.assets().iter().enumerate() {
+        let id = gpustream::pack::AssetId(i as u32);
+        let mut t = Totals::default();
+        let mut codecs = Vec::new();
+        let kind_name = match a.texture {
+            Some(t) => t.format.name(),
+            None => "blob",
+        };
+        for b in &pack.blocks()[a.blocks.start as usize..a.blocks.end as usize] {
+            t.add(b.size, b.stored_size);
+            by_codec
+                .entry(b.codec.name())
+                .or_insert_with(Totals::default)
+                .add(b.size, b.stored_size);
+            by_kind
+                .entry(kind_name)
+                .or_insert_with(Totals::default)
+                .add(b.size, b.stored_size);
+            total.add(b.size, b.stored_size);
+            if !codecs.contains(&b.codec) {
+                codecs.push(b.codec);
+            }
+        }
+        let mut tiles = Vec::new();
+        let mut packed = None;
+        if let Some(info) = a.texture {
+            for m in 0..info.mip_count {
+                if let Some((x, y)) = pack.tile_grid(id, m)? {
+                    tiles.push([m as u32, x, y]);
+                }
+            }
+            packed = Some(pack.packed_mips(id)?.mips.len());
+        }
+        assets.push(AssetInfo {
+            name: a.name.clone(),
+            kind: a.kind,
+            format: a.texture.map(|t| t.format.name().to_owned()),
+            width: a.texture.map(|t| t.width),
+            height: a.texture.map(|t| t.height),
+            mips: a.texture.map(|t| t.mip_count),
+            tiles,
+            packed_mips: packed,
+            first_block: a.blocks.start,
+            blocks: a.block_count(),
+            uncompressed: t.uncompressed,
+            stored: t.stored,
+            ratio: t.ratio,
+            codecs,
+        });
+    }
+    Ok(Report {
+        path: pack.path().display().to_string(),
+        file_len: pack.file_len(),
+        data_offset: pack.data_offset(),
+        assets,
+        by_codec,
+        by_kind,
+        total,
+    })
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64)
+}
+
+/// Runs `gpustream info`.
+pub fn run(args: Args) -> CliResult {
+    let pack = Pack::open(&args.pack)?;
+    let r = report(&pack)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    println!(
+        "{}: {} bytes, data from offset {}, {} assets, {} blocks",
+        r.path,
+        r.file_len,
+        r.data_offset,
+        r.assets.len(),
+        r.total.blocks
+    );
+    println!();
+    println!(
+        "{:<36} {:<9} {:<20} {:>7} {:>12} {:>12} {:>6}  codecs",
+        "asset", "kind", "texture", "blocks", "size", "stored", "ratio"
+    );
+    for a in &r.assets {
+        let tex = match (&a.format, a.width, a.height, a.mips) {
+            (Some(f), Some(w), Some(h), Some(m)) => format!("{f} {w}x{h} m{m}"),
+            _ => String::new(),
+        };
+        let codecs: Vec<&str> = a.codecs.iter().map(|c| c.name()).collect();
+        println!(
+            "{:<36} {:<9} {:<20} {:>7} {:>12} {:>12} {:>6.2}  {}",
+            a.name,
+            format!("{:?}", a.kind).to_lowercase(),
+            tex,
+            a.blocks,
+            a.uncompressed,
+            a.stored,
+            a.ratio,
+            codecs.join(",")
+        );
+        if !a.tiles.is_empty() {
+            let t: Vec<String> = a
+                .tiles
+                .iter()
+                .map(|[m, x, y]| format!("m{m}:{x}x{y}"))
+                .collect();
+            println!(
+                "{:<36}   tiles {}; packed mips: {}",
+                "",
+                t.join(" "),
+                a.packed_mips.unwrap_or(0)
+            );
+        }
+    }
+    println!();
+    println!(
+        "{:<16} {:>8} {:>14} {:>14} {:>7}",
+        "by codec", "blocks", "uncompressed", "stored", "ratio"
+    );
+    for (name, t) in r.by_codec.iter().chain(r.by_kind.iter()) {
+        println!(
+            "{:<16} {:>8} {:>14} {:>14} {:>6.2}:1",
+            name,
+            t.blocks,
+            mib(t.uncompressed),
+            mib(t.stored),
+            t.ratio
+        );
+    }
+    println!(
+        "{:<16} {:>8} {:>14} {:>14} {:>6.2}:1",
+        "overall",
+        r.total.blocks,
+        mib(r.total.uncompressed),
+        mib(r.total.stored),
+        r.total.ratio
+    );
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! `gpustream pack`: build a pack from images, KTX2 files and other files.
+
+use super::CliResult;
+use gpustream::pack::import::{add_file, ImageOptions};
+use gpustream::pack::{PackWriter, TextureFormat, WriterOptions};
+use gpustream::Codec;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `gpustream pack`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Input files or directories (directories are walked, in name order;
+    /// assets are named by their path relative to the directory given).
+    /// PNG/JPEG become textures, KTX2 is taken as is, anything else a blob.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The pack to write.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// The codec tried for every block (blocks that save under 1/16 are stored raw).
+    #[arg(long, default_value = "lz4")]
+    codec: Codec,
+    /// zstd level (1..=22, 0 = zstd's default).
+    #[arg(long, default_value_t = 0)]
+    level: i32,
+    /// The format images are encoded to: bc7, bc1, bc3, bc4, bc5 or rgba8.
+    #[arg(long, default_value = "bc7")]
+    texture_format: TextureFormat,
+    /// Images hold sRGB colour: sRGB formats, mips filtered in linear light.
+    #[arg(long)]
+    srgb: bool,
+}
+
+/// Expands directories into their files, sorted, with asset names.
+fn collect(
+    inputs: &[PathBuf],
+) -> Result<Vec<(String, PathBuf)>, Box<dyn std::error::Error + Send + Sync>> {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, PathBuf)>) -> std::io::Result<()> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()?;
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(&p, base, out)?;
+            } else {
+                let rel = p.strip_prefix(base).unwrap_or(&p);
+                out.push((rel.to_string_lossy().replace('\\', "/"), p.clone()));
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            walk(input, input, &mut out).map_err(|e| format!("{}: {e}", input.display()))?;
+        } else {
+            let name = input
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| input.display().to_string());
+            out.push((name, input.clone()));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs `gpustream pack`.
+pub fn run(args: Args) -> CliResult {
+    if !matches!(
+        args.texture_format.with_srgb(false),
+        TextureFormat::Bc7
+            | TextureFormat::Bc1
+            | TextureFormat::Bc3
+            | TextureFormat::Bc4
+            | TextureFormat::Bc5
+            | TextureFormat::Rgba8Unorm
+    ) {
+        return Err(format!(
+            "--texture-format {} is not one the encoder writes",
+            args.texture_format
+        )
+        .into());
+    }
+    let files = collect(&args.inputs)?;
+    let opts = ImageOptions {
+        format: args.texture_format,
+        srgb: args.srgb,
+    };
+    let mut writer = PackWriter::create(
+        &args.output,
+        WriterOptions {
+            codec: args.codec,
+            level: args.level,
+            ..WriterOptions::default()
+        },
+    )?;
+    let bar = indicatif::ProgressBar::new(files.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} packing [{bar:40}] {pos}/{len} {wide_msg}",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
+    );
+    for (name, path) in &files {
+        bar.set_message(name.clone());
+        add_file(&mut writer, name, path, opts)?;
+        bar.inc(1);
+    }
+    let s = writer.finish()?;
+    bar.finish_and_clear();
+    println!(
+        "{}: {} assets, {} blocks, {} -> {} bytes ({:.2}:1)",
+        args.output.display(),
+        s.assets,
+        s.blocks,
+        s.uncompressed,
+        s.stored,
+        s.uncompressed as f64 / s.stored.max(1) as f64
+    );
+    Ok(())
+}

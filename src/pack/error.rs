@@ -1,0 +1,165 @@
+//! The errors of reading and writing packs.
+
+use crate::codec::CodecError;
+use std::path::PathBuf;
+
+/// What went wrong opening, reading, checking or writing a pack. Every
+/// variant names the file and, where one exists, the asset, block and byte
+/// offset involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PackError {
+    /// An I/O operation on the pack (or an input file) failed.
+    #[error("{op} {} at offset {offset} (+{len} bytes): {source}", path.display())]
+    Io {
+        /// What was being done ("read", "write", "open", ...).
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Byte offset of the operation.
+        offset: u64,
+        /// Its length in bytes.
+        len: u64,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a gpustream pack.
+    #[error("{}: not a gpustream pack (bad magic at offset 0)", path.display())]
+    BadMagic {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The pack's format version is not one this reader knows.
+    #[error("{}: unsupported pack version {version} (this reader knows 1)", path.display())]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        version: u32,
+    },
+    /// A checksum over the header or the table of contents does not match.
+    #[error("{}: {what} checksum mismatch at offset {offset}: stored {stored:#010x}, computed {computed:#010x}", path.display())]
+    MetaChecksum {
+        /// The file.
+        path: PathBuf,
+        /// "header" or "table of contents".
+        what: &'static str,
+        /// Offset of the checksummed region.
+        offset: u64,
+        /// The checksum the file declares.
+        stored: u32,
+        /// The checksum of the bytes.
+        computed: u32,
+    },
+    /// The header or table of contents is inconsistent: a field out of
+    /// range, offsets that do not add up, counts that do not fit the file.
+    #[error("{}: corrupt {what} at offset {offset}: {reason}", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The structure ("header", "table of contents", "asset 'x'", "block 7").
+        what: String,
+        /// Offset of the offending field in the file.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A block's stored bytes do not match its checksum.
+    #[error("{at} (block {block}, offset {offset}): checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
+    BlockChecksum {
+        /// The block described: asset, mip and tile or chunk.
+        at: String,
+        /// The block index.
+        block: u32,
+        /// Absolute file offset of the block.
+        offset: u64,
+        /// The checksum in the table of contents.
+        stored: u32,
+        /// The checksum of the bytes read.
+        computed: u32,
+    },
+    /// A block's bytes failed to decode (or decoded to the wrong length).
+    #[error("{at} (block {block}, offset {offset}): {source}")]
+    BlockDecode {
+        /// The block described.
+        at: String,
+        /// The block index.
+        block: u32,
+        /// Absolute file offset of the block.
+        offset: u64,
+        /// The codec's error.
+        #[source]
+        source: CodecError,
+    },
+    /// A caller handed `check_block` buffers of the wrong length.
+    #[error("{at} (block {block}, offset {offset}): {what} buffer is {got} bytes, the block needs {expected}")]
+    BufferLength {
+        /// The block described.
+        at: String,
+        /// The block index.
+        block: u32,
+        /// Absolute file offset of the block.
+        offset: u64,
+        /// "stored" or "output".
+        what: &'static str,
+        /// The length needed.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A lookup that does not fit the asset: wrong kind, mip or tile out of
+    /// range, an index past the end.
+    #[error("asset '{asset}': {reason}")]
+    Lookup {
+        /// The asset's name (or its index when there is none).
+        asset: String,
+        /// What is out of range.
+        reason: String,
+    },
+    /// The writer was given something it cannot store.
+    #[error("asset '{asset}': {reason}")]
+    InvalidInput {
+        /// The asset's name.
+        asset: String,
+        /// Why it cannot be stored.
+        reason: String,
+    },
+    /// An input file of the packer cannot be read or is not supported.
+    #[error("{}: {reason}", path.display())]
+    Import {
+        /// The input file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Compressing a block failed.
+    #[error("asset '{asset}' block {block}: {source}")]
+    Encode {
+        /// The asset's name.
+        asset: String,
+        /// The block index.
+        block: u32,
+        /// The codec's error.
+        #[source]
+        source: CodecError,
+    },
+}
+
+impl PackError {
+    pub(crate) fn io(
+        op: &'static str,
+        path: &std::path::Path,
+        offset: u64,
+        len: u64,
+        source: std::io::Error,
+    ) -> PackError {
+        PackError::Io {
+            op,
+            path: path.to_path_buf(),
+            offset,
+            len,
+            source,
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The `.gspk` asset pack: its on-disk format (docs/pack-format.md), the
+//! untrusted reader [`Pack`], the writer [`PackWriter`], image and KTX2
+//! import, and the demo pack.
+//!
+//! A pack is a 64-byte header, a data region of independently compressed
+//! blocks starting at 4 KiB, and a table of contents at the end. Each block
+//! holds at most 64 KiB of uncompressed data: a 64 KiB chunk of a blob, one
+//! tile of one texture mip, or a piece of a texture's packed mip tail.
+
+use crate::codec::Codec;
+use serde::Serialize;
+use std::ops::Range;
+
+pub mod demo;
+mod error;
+pub mod format;
+pub mod import;
+pub mod ktx2;
+mod reader;
+mod texture;
+mod writer;
+
+pub use error::PackError;
+pub use reader::Pack;
+pub use texture::{
+    full_mip_count, mip_extent, PackedMip, PackedMips, TextureFormat, TileRegion, MAX_MIPS,
+    MAX_TEXTURE_DIM, TILE_BYTES,
+};
+pub use writer::{PackSummary, PackWriter, WriterOptions, STORE_RAW_UNLESS_SAVES_DIVISOR};
+
+/// The index of a block in [`Pack::blocks`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct BlockId(pub u32);
+
+/// The index of an asset in [`Pack::assets`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct AssetId(pub u32);
+
+/// One stored block, as the table of contents describes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Block {
+    /// Absolute file offset of the stored bytes.
+    pub offset: u64,
+    /// Bytes stored in the file.
+    pub stored_size: u32,
+    /// Bytes after decoding (at most 64 KiB).
+    pub size: u32,
+    /// How the bytes are stored.
+    pub codec: Codec,
+    /// crc32c of the stored bytes.
+    pub checksum: u32,
+    /// The asset the block belongs to.
+    pub asset: AssetId,
+}
+
+impl Block {
+    /// The stored bytes' range in the file.
+    pub fn file_range(&self) -> Range<u64> {
+        self.offset..self.offset + self.stored_size as u64
+    }
+}
+
+/// What an asset is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum AssetKind {
+    /// Opaque bytes (meshes, audio, JSON, ...), cut into 64 KiB blocks.
+    Blob,
+    /// A 2D texture with a mip chain, cut into tiles and packed mips.
+    Texture,
+}
+
+/// A texture's format and geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct TextureInfo {
+    /// The texel format.
+    pub format: TextureFormat,
+    /// Width of mip 0 in texels.
+    pub width: u32,
+    /// Height of mip 0 in texels.
+    pub height: u32,
+    /// Number of mips (1 = no chain).
+    pub mip_count: u8,
+}
+
+impl TextureInfo {
+    /// The `wgpu::TextureDescriptor` size of this texture.
+    pub fn extent(&self) -> wgpu::Extent3d {
+        wgpu::Extent3d {
+            width: self.width,
+            height: self.height,
+            depth_or_array_layers: 1,
+        }
+    }
+
+    /// Width and height of one mip.
+    pub fn mip_extent(&self, mip: u8) -> (u32, u32) {
+        mip_extent(self.width, self.height, mip)
+    }
+}
+
+/// One asset of a pack.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Asset {
+    /// Its name (unique within the pack).
+    pub name: String,
+    /// Blob or texture.
+    pub kind: AssetKind,
+    /// Bytes of uncompressed data: the blob's length, or all mips' texel
+    /// data together.
+    pub size: u64,
+    /// Its blocks: a contiguous range of [`Pack::blocks`].
+    pub blocks: Range<u32>,
+    /// Format and geometry, for textures.
+    pub texture: Option<TextureInfo>,
+}
+
+impl Asset {
+    /// The number of blocks.
+    pub fn block_count(&self) -> u32 {
+        self.blocks.end - self.blocks.start
+    }
+}

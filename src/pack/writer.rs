@@ -1,0 +1,402 @@
+//! The writer: cuts blobs into 64 KiB chunks and textures into tiles and
+//! packed mips, compresses every block on its own, and writes the header,
+//! the data region and the table of contents.
+
+use super::format::{self, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
+use super::texture::{full_mip_count, TextureLayout};
+use super::{AssetId, PackError, TextureFormat, MAX_TEXTURE_DIM, TILE_BYTES};
+use crate::codec::Codec;
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// A compressed block is kept only if it saves at least 1/16 (6.25 %) of the
+/// block: `stored <= size - size / 16`. Below that the decode cost buys
+/// almost no I/O, so the block is stored as `none`.
+pub const STORE_RAW_UNLESS_SAVES_DIVISOR: usize = 16;
+
+/// How the writer stores blocks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriterOptions {
+    /// The codec tried for every block (a block that saves too little is
+    /// stored as `none`, see [`STORE_RAW_UNLESS_SAVES_DIVISOR`]).
+    pub codec: Codec,
+    /// zstd level (0 = zstd's default); ignored by the other codecs.
+    pub level: i32,
+    /// Threads compressing blocks (1 = the calling thread only). The output
+    /// does not depend on it.
+    pub threads: usize,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            codec: Codec::Lz4,
+            level: 0,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// What a finished pack holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PackSummary {
+    /// Number of assets.
+    pub assets: u32,
+    /// Number of blocks.
+    pub blocks: u32,
+    /// Bytes of uncompressed data.
+    pub uncompressed: u64,
+    /// Bytes of the data region (stored blocks).
+    pub stored: u64,
+    /// Bytes of the whole file.
+    pub file_len: u64,
+}
+
+struct BlockEntry {
+    stored_size: u32,
+    size: u32,
+    checksum: u32,
+    codec: Codec,
+}
+
+/// Writes a pack. Add assets in the order they should be read (the data
+/// region follows it), then call [`PackWriter::finish`]; a writer dropped
+/// unfinished leaves a file `Pack::open` rejects.
+pub struct PackWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    opts: WriterOptions,
+    blocks: Vec<BlockEntry>,
+    assets: Vec<[u8; ASSET_ENTRY_LEN]>,
+    names: Vec<u8>,
+    seen: HashSet<String>,
+    data_len: u64,
+    uncompressed: u64,
+}
+
+impl PackWriter {
+    /// Creates (or truncates) `path` and starts a pack.
+    pub fn create(path: impl AsRef<Path>, opts: WriterOptions) -> Result<PackWriter, PackError> {
+        let path = path.as_ref().to_path_buf();
+        let file = File::create(&path).map_err(|e| PackError::io("create", &path, 0, 0, e))?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        // The header is written last; the data region starts on a sector.
+        out.write_all(&[0u8; format::DATA_ALIGN as usize])
+            .map_err(|e| PackError::io("write", &path, 0, format::DATA_ALIGN, e))?;
+        Ok(PackWriter {
+            path,
+            out,
+            opts,
+            blocks: Vec::new(),
+            assets: Vec::new(),
+            names: Vec::new(),
+            seen: HashSet::new(),
+            data_len: 0,
+            uncompressed: 0,
+        })
+    }
+
+    /// Bytes of uncompressed data added so far.
+    pub fn uncompressed_len(&self) -> u64 {
+        self.uncompressed
+    }
+
+    /// Bytes of stored data written so far.
+    pub fn stored_len(&self) -> u64 {
+        self.data_len
+    }
+
+    fn check_name(&self, name: &str) -> Result<(), PackError> {
+        let bad = |reason: &str| {
+            Err(PackError::InvalidInput {
+                asset: name.to_owned(),
+                reason: reason.to_owned(),
+            })
+        };
+        if name.is_empty() || name.len() > format::MAX_NAME_LEN {
+            return bad("a name must be 1 to 4096 bytes long");
+        }
+        if self.seen.contains(name) {
+            return bad("an asset of this name is already in the pack");
+        }
+        if self.assets.len() >= u32::MAX as usize {
+            return bad("the pack already holds the most assets it can");
+        }
+        Ok(())
+    }
+
+    /// Adds a blob: `data` cut into 64 KiB blocks.
+    pub fn add_blob(&mut self, name: &str, data: &[u8]) -> Result<AssetId, PackError> {
+        self.check_name(name)?;
+        let chunks: Vec<&[u8]> = data.chunks(TILE_BYTES).collect();
+        let first = self.write_blocks(name, &chunks)?;
+        Ok(self.push_asset(
+            name,
+            format::KIND_BLOB,
+            0,
+            0,
+            0,
+            0,
+            data.len() as u64,
+            first,
+        ))
+    }
+
+    /// Adds a texture. `mips[m]` holds mip `m` (finest first) as rows of
+    /// texel blocks, tightly packed, as wgpu and KTX2 lay them out. The
+    /// writer cuts them into tiles and the packed tail.
+    pub fn add_texture(
+        &mut self,
+        name: &str,
+        format: TextureFormat,
+        width: u32,
+        height: u32,
+        mips: &[impl AsRef<[u8]>],
+    ) -> Result<AssetId, PackError> {
+        self.check_name(name)?;
+        let bad = |reason: String| PackError::InvalidInput {
+            asset: name.to_owned(),
+            reason,
+        };
+        if width == 0 || height == 0 || width > MAX_TEXTURE_DIM || height > MAX_TEXTURE_DIM {
+            return Err(bad(format!(
+                "size {width}x{height} is outside 1..={MAX_TEXTURE_DIM}"
+            )));
+        }
+        let d = format.block_dim();
+        if width % d != 0 || height % d != 0 {
+            return Err(bad(format!(
+                "{format} size {width}x{height} is not a multiple of {d}x{d}"
+            )));
+        }
+        let full = full_mip_count(width, height);
+        if mips.is_empty() || mips.len() > full as usize {
+            return Err(bad(format!(
+                "{} mips, a {width}x{height} texture has 1..={full}",
+                mips.len()
+            )));
+        }
+        let layout = TextureLayout::new(format, width, height, mips.len() as u8);
+        for (m, data) in mips.iter().enumerate() {
+            let (w, h) = super::mip_extent(width, height, m as u8);
+            let want = format.data_size(w, h);
+            if data.as_ref().len() as u64 != want {
+                return Err(bad(format!(
+                    "mip {m} ({w}x{h} {format}) has {} bytes, expected {want}",
+                    data.as_ref().len()
+                )));
+            }
+        }
+        // Assemble every block's bytes in layout order: packed stream first,
+        // then tiled mips coarse to fine, tiles row-major.
+        let mut packed = Vec::with_capacity(layout.packed.len as usize);
+        for pm in &layout.packed.mips {
+            packed.extend_from_slice(mips[pm.mip as usize].as_ref());
+        }
+        let mut tiles: Vec<Vec<u8>> =
+            Vec::with_capacity((layout.block_count - layout.packed.blocks.end) as usize);
+        for (m, grid) in layout.grids.iter().enumerate().rev() {
+            let Some(g) = grid else { continue };
+            let src = mips[m].as_ref();
+            let mip_row = format.data_size(g.width, d) as usize;
+            for ty in 0..g.tiles_y {
+                for tx in 0..g.tiles_x {
+                    let r = layout.region(m as u8, g, tx, ty);
+                    let col = (r.x / d * format.bytes_per_block()) as usize;
+                    let row0 = (r.y / d) as usize;
+                    let mut tile = Vec::with_capacity(r.size() as usize);
+                    for row in 0..r.rows as usize {
+                        let at = (row0 + row) * mip_row + col;
+                        tile.extend_from_slice(&src[at..at + r.bytes_per_row as usize]);
+                    }
+                    tiles.push(tile);
+                }
+            }
+        }
+        let mut chunks: Vec<&[u8]> = packed.chunks(TILE_BYTES).collect();
+        chunks.extend(tiles.iter().map(Vec::as_slice));
+        debug_assert_eq!(chunks.len() as u32, layout.block_count);
+        let first = self.write_blocks(name, &chunks)?;
+        Ok(self.push_asset(
+            name,
+            format::KIND_TEXTURE,
+            format.id(),
+            mips.len() as u8,
+            width,
+            height,
+            layout.data_size,
+            first,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_asset(
+        &mut self,
+        name: &str,
+        kind: u8,
+        format_id: u8,
+        mips: u8,
+        width: u32,
+        height: u32,
+        size: u64,
+        first: u32,
+    ) -> AssetId {
+        let mut e = [0u8; ASSET_ENTRY_LEN];
+        format::put_u32(&mut e, 0, self.names.len() as u32);
+        format::put_u32(&mut e, 4, name.len() as u32);
+        e[8] = kind;
+        e[9] = format_id;
+        e[10] = mips;
+        format::put_u32(&mut e, 12, width);
+        format::put_u32(&mut e, 16, height);
+        format::put_u64(&mut e, 20, size);
+        format::put_u32(&mut e, 28, first);
+        format::put_u32(&mut e, 32, self.blocks.len() as u32 - first);
+        self.names.extend_from_slice(name.as_bytes());
+        self.seen.insert(name.to_owned());
+        self.assets.push(e);
+        self.uncompressed += size;
+        AssetId(self.assets.len() as u32 - 1)
+    }
+
+    /// Compresses `chunks` (in parallel when allowed) and appends them to
+    /// the data region in order; returns the index of the first.
+    fn write_blocks(&mut self, asset: &str, chunks: &[&[u8]]) -> Result<u32, PackError> {
+        let first = self.blocks.len();
+        if first + chunks.len() > u32::MAX as usize {
+            return Err(PackError::InvalidInput {
+                asset: asset.to_owned(),
+                reason: "the pack would exceed 2^32 blocks".into(),
+            });
+        }
+        let opts = self.opts;
+        let encode = |i: usize, src: &[u8]| -> Result<(Codec, Vec<u8>), PackError> {
+            if opts.codec == Codec::None {
+                return Ok((Codec::None, src.to_vec()));
+            }
+            let stored =
+                opts.codec
+                    .compress(src, opts.level)
+                    .map_err(|source| PackError::Encode {
+                        asset: asset.to_owned(),
+                        block: (first + i) as u32,
+                        source,
+                    })?;
+            if stored.len() <= src.len() - src.len() / STORE_RAW_UNLESS_SAVES_DIVISOR {
+                Ok((opts.codec, stored))
+            } else {
+                Ok((Codec::None, src.to_vec()))
+            }
+        };
+        // Compress a bounded batch at a time so memory stays small for
+        // large blobs; each thread takes an interleaved share.
+        let threads = opts.threads.clamp(1, 16);
+        for (batch_no, batch) in chunks.chunks(64 * threads).enumerate() {
+            let base = batch_no * 64 * threads;
+            let results: Vec<Result<(Codec, Vec<u8>), PackError>> =
+                if threads == 1 || batch.len() < 2 {
+                    batch
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| encode(base + i, c))
+                        .collect()
+                } else {
+                    let mut slots: Vec<Option<Result<(Codec, Vec<u8>), PackError>>> =
+                        (0..batch.len()).map(|_| None).collect();
+                    std::thread::scope(|s| {
+                        let handles: Vec<_> = (0..threads)
+                            .map(|t| {
+                                let encode = &encode;
+                                s.spawn(move || {
+                                    (t..batch.len())
+                                        .step_by(threads)
+                                        .map(|i| (i, encode(base + i, batch[i])))
+                                        .collect::<Vec<_>>()
+                                })
+                            })
+                            .collect();
+                        for h in handles {
+                            for (i, r) in h.join().expect("compression thread panicked") {
+                                slots[i] = Some(r);
+                            }
+                        }
+                    });
+                    slots
+                        .into_iter()
+                        .map(|r| r.expect("every slot filled"))
+                        .collect()
+                };
+            for (src, r) in batch.iter().zip(results) {
+                let (codec, stored) = r?;
+                let offset = format::DATA_ALIGN + self.data_len;
+                self.out.write_all(&stored).map_err(|e| {
+                    PackError::io("write", &self.path, offset, stored.len() as u64, e)
+                })?;
+                self.blocks.push(BlockEntry {
+                    stored_size: stored.len() as u32,
+                    size: src.len() as u32,
+                    checksum: crc32c::crc32c(&stored),
+                    codec,
+                });
+                self.data_len += stored.len() as u64;
+            }
+        }
+        Ok(first as u32)
+    }
+
+    /// Writes the table of contents and the header and closes the file.
+    pub fn finish(mut self) -> Result<PackSummary, PackError> {
+        let mut toc = Vec::with_capacity(
+            self.blocks.len() * BLOCK_ENTRY_LEN
+                + self.assets.len() * ASSET_ENTRY_LEN
+                + self.names.len(),
+        );
+        for b in &self.blocks {
+            let mut e = [0u8; BLOCK_ENTRY_LEN];
+            format::put_u32(&mut e, 0, b.stored_size);
+            format::put_u32(&mut e, 4, b.size);
+            format::put_u32(&mut e, 8, b.checksum);
+            e[12] = b.codec.id();
+            toc.extend_from_slice(&e);
+        }
+        for a in &self.assets {
+            toc.extend_from_slice(a);
+        }
+        toc.extend_from_slice(&self.names);
+        let toc_offset = format::DATA_ALIGN + self.data_len;
+        self.out.write_all(&toc).map_err(|e| {
+            PackError::io(
+                "write table of contents of",
+                &self.path,
+                toc_offset,
+                toc.len() as u64,
+                e,
+            )
+        })?;
+        let header = Header {
+            version: format::VERSION,
+            flags: 0,
+            data_offset: format::DATA_ALIGN,
+            data_len: self.data_len,
+            toc_offset,
+            toc_len: toc.len() as u64,
+            asset_count: self.assets.len() as u32,
+            block_count: self.blocks.len() as u32,
+            toc_crc: crc32c::crc32c(&toc),
+        };
+        let path = self.path.clone();
+        let werr = |e| PackError::io("write header of", &path, 0, HEADER_LEN as u64, e);
+        self.out.seek(SeekFrom::Start(0)).map_err(werr)?;
+        self.out.write_all(&header.encode()).map_err(werr)?;
+        self.out.flush().map_err(werr)?;
+        Ok(PackSummary {
+            assets: self.assets.len() as u32,
+            blocks: self.blocks.len() as u32,
+            uncompressed: self.uncompressed,
+            stored: self.data_len,
+            file_len: toc_offset + toc.len() as u64,
+        })
+    }
+}

@@ -1,0 +1,505 @@
+//! The pack format end to end: writer -> file -> untrusted reader, and the
+//! reader against damaged files.
+
+use gpustream::pack::format::{self, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
+use gpustream::pack::{
+    full_mip_count, AssetKind, BlockId, Pack, PackError, PackWriter, TextureFormat, WriterOptions,
+    TILE_BYTES,
+};
+use gpustream::{Codec, CodecError};
+use rand::{Rng, SeedableRng};
+use std::path::Path;
+
+/// Bytes that compress somewhat, like real assets: runs and repeats mixed
+/// with noise.
+fn sample(len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        match rng.gen_range(0..3) {
+            0 => {
+                let b: u8 = rng.gen();
+                let n = rng.gen_range(1..40);
+                v.extend(std::iter::repeat(b).take(n));
+            }
+            1 if v.len() > 64 => {
+                let start = rng.gen_range(0..v.len() - 32);
+                let n = rng.gen_range(4..32);
+                let copy: Vec<u8> = v[start..start + n].to_vec();
+                v.extend(copy);
+            }
+            _ => {
+                let n = rng.gen_range(1..16);
+                v.extend((0..n).map(|_| rng.gen::<u8>()));
+            }
+        }
+    }
+    v.truncate(len);
+    v
+}
+
+fn opts(codec: Codec) -> WriterOptions {
+    WriterOptions {
+        codec,
+        level: 3,
+        threads: 2,
+    }
+}
+
+fn mip_chain(format: TextureFormat, w: u32, h: u32, mips: u8, seed: u64) -> Vec<Vec<u8>> {
+    (0..mips)
+        .map(|m| {
+            let (mw, mh) = gpustream::pack::mip_extent(w, h, m);
+            sample(format.data_size(mw, mh) as usize, seed + m as u64)
+        })
+        .collect()
+}
+
+/// A small pack: a 100-byte blob and an 8x8 BC1 texture with 4 mips.
+fn small_pack(dir: &Path) -> Vec<u8> {
+    let path = dir.join("small.gspk");
+    let mut w = PackWriter::create(&path, opts(Codec::Lz4)).unwrap();
+    w.add_blob("notes.txt", &sample(100, 1)).unwrap();
+    let mips = mip_chain(TextureFormat::Bc1, 8, 8, 4, 2);
+    w.add_texture("tiny", TextureFormat::Bc1, 8, 8, &mips)
+        .unwrap();
+    w.finish().unwrap();
+    std::fs::read(path).unwrap()
+}
+
+#[test]
+fn blobs_round_trip_with_every_codec_at_edge_sizes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sizes = [0usize, 1, 65535, 65536, 65537, 3 * 1024 * 1024 + 7];
+    for codec in Codec::ALL {
+        let path = dir.path().join(format!("blobs-{codec}.gspk"));
+        let mut w = PackWriter::create(&path, opts(codec)).unwrap();
+        for (i, &len) in sizes.iter().enumerate() {
+            w.add_blob(&format!("blob-{len}"), &sample(len, i as u64))
+                .unwrap();
+        }
+        let summary = w.finish().unwrap();
+        let pack = Pack::open(&path).unwrap();
+        assert_eq!(pack.file_len(), summary.file_len);
+        assert_eq!(pack.data_offset(), 4096);
+        assert_eq!(pack.assets().len(), sizes.len());
+        for (i, &len) in sizes.iter().enumerate() {
+            let id = pack.find(&format!("blob-{len}")).unwrap();
+            let asset = pack.asset(id);
+            assert_eq!(asset.kind, AssetKind::Blob);
+            assert_eq!(asset.size, len as u64);
+            assert_eq!(asset.block_count() as usize, len.div_ceil(TILE_BYTES));
+            for (k, b) in pack.blocks()[asset.blocks.start as usize..asset.blocks.end as usize]
+                .iter()
+                .enumerate()
+            {
+                assert_eq!(b.asset, id);
+                assert_eq!(b.size as usize, (len - k * TILE_BYTES).min(TILE_BYTES));
+                // Compressible data gets the codec; none stays none.
+                if codec == Codec::None {
+                    assert_eq!(b.codec, Codec::None);
+                }
+            }
+            assert_eq!(
+                pack.read_blob(id).unwrap(),
+                sample(len, i as u64),
+                "{codec} {len}"
+            );
+        }
+        if codec != Codec::None {
+            assert!(
+                pack.blocks().iter().any(|b| b.codec == codec),
+                "{codec}: no block kept its codec"
+            );
+        }
+        // Blocks are contiguous from the data offset, in file order.
+        let mut at = pack.data_offset();
+        for b in pack.blocks() {
+            assert_eq!(b.offset, at);
+            at += b.stored_size as u64;
+        }
+        assert!(pack.verify(|_| {}).unwrap().is_empty());
+    }
+}
+
+#[test]
+fn incompressible_blocks_are_stored_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noise.gspk");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    let noise: Vec<u8> = (0..200_000).map(|_| rng.gen()).collect();
+    let mut w = PackWriter::create(&path, opts(Codec::Lz4)).unwrap();
+    w.add_blob("noise", &noise).unwrap();
+    w.finish().unwrap();
+    let pack = Pack::open(&path).unwrap();
+    assert!(pack.blocks().iter().all(|b| b.codec == Codec::None));
+    assert_eq!(pack.read_blob(pack.find("noise").unwrap()).unwrap(), noise);
+}
+
+#[test]
+fn textures_round_trip_in_every_format_and_codec() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in TextureFormat::ALL {
+        for codec in Codec::ALL {
+            // Not a multiple of the tile size, so edge tiles are clipped.
+            let (w, h) = if format.is_compressed() {
+                (1000, 600)
+            } else {
+                (300, 200)
+            };
+            let mips = full_mip_count(w, h);
+            let data = mip_chain(format, w, h, mips, 100 + format.id() as u64);
+            let path = dir.path().join(format!("tex-{format}-{codec}.gspk"));
+            let mut wr = PackWriter::create(&path, opts(codec)).unwrap();
+            wr.add_texture("t", format, w, h, &data).unwrap();
+            wr.finish().unwrap();
+            let pack = Pack::open(&path).unwrap();
+            let id = pack.find("t").unwrap();
+            let info = pack.asset(id).texture.unwrap();
+            assert_eq!(
+                (info.format, info.width, info.height, info.mip_count),
+                (format, w, h, mips)
+            );
+            assert_eq!(
+                pack.read_texture_mips(id).unwrap(),
+                data,
+                "{format} {codec}"
+            );
+            // Every tile's region matches its block, and every block is
+            // either a tile or part of the packed tail.
+            let mut seen = vec![false; pack.blocks().len()];
+            for m in 0..mips {
+                let Some((tx, ty)) = pack.tile_grid(id, m).unwrap() else {
+                    continue;
+                };
+                for y in 0..ty {
+                    for x in 0..tx {
+                        let r = pack.tile_region(id, m, x, y).unwrap();
+                        assert_eq!(pack.tile(id, m, x, y).unwrap(), r.block);
+                        assert_eq!(pack.blocks()[r.block.0 as usize].size, r.size());
+                        assert_eq!(
+                            pack.describe_block(r.block),
+                            format!("asset 't' mip {m} tile ({x},{y})")
+                        );
+                        assert!(!seen[r.block.0 as usize]);
+                        seen[r.block.0 as usize] = true;
+                        let (mw, mh) = info.mip_extent(m);
+                        assert!(r.x + r.width <= mw && r.y + r.height <= mh);
+                    }
+                }
+            }
+            let packed = pack.packed_mips(id).unwrap();
+            for b in packed.blocks.clone() {
+                assert!(!seen[b as usize]);
+                seen[b as usize] = true;
+            }
+            assert!(
+                seen.iter().all(|s| *s),
+                "{format}: a block is neither tile nor packed"
+            );
+            let total: u32 = packed.mips.iter().map(|m| m.size()).sum();
+            assert_eq!(total, packed.len);
+        }
+    }
+}
+
+#[test]
+fn tile_lookups_reject_what_does_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = small_pack(dir.path());
+    let pack = Pack::from_bytes("small", &bytes).unwrap();
+    let blob = pack.find("notes.txt").unwrap();
+    let tex = pack.find("tiny").unwrap();
+    assert!(matches!(
+        pack.tile(blob, 0, 0, 0),
+        Err(PackError::Lookup { .. })
+    ));
+    assert!(matches!(
+        pack.packed_mips(blob),
+        Err(PackError::Lookup { .. })
+    ));
+    // The whole 8x8 chain is in the packed tail.
+    assert!(matches!(
+        pack.tile(tex, 0, 0, 0),
+        Err(PackError::Lookup { .. })
+    ));
+    assert!(matches!(
+        pack.tile(tex, 4, 0, 0),
+        Err(PackError::Lookup { .. })
+    ));
+    let packed = pack.packed_mips(tex).unwrap();
+    assert_eq!(packed.mips.len(), 4);
+    assert_eq!(packed.blocks, 1..2);
+    assert_eq!(pack.describe_block(BlockId(0)), "asset 'notes.txt' chunk 0");
+    assert!(pack
+        .describe_block(BlockId(1))
+        .starts_with("asset 'tiny' packed mips 0..=3"));
+    assert_eq!(pack.find("missing"), None);
+
+    // A 2048x1024 BC7 texture: mip 0 is 8x4 tiles, mip 1 4x2, mip 2 2x1,
+    // mip 3 (256x128 = 32 KiB) starts the packed tail.
+    let mips = mip_chain(TextureFormat::Bc7, 2048, 1024, 12, 5);
+    let path = dir.path().join("big.gspk");
+    let mut w = PackWriter::create(&path, opts(Codec::Lz4)).unwrap();
+    w.add_texture("big", TextureFormat::Bc7, 2048, 1024, &mips)
+        .unwrap();
+    w.finish().unwrap();
+    let pack = Pack::open(&path).unwrap();
+    let id = pack.find("big").unwrap();
+    assert_eq!(pack.tile_grid(id, 0).unwrap(), Some((8, 4)));
+    assert_eq!(pack.tile_grid(id, 2).unwrap(), Some((2, 1)));
+    assert_eq!(pack.tile_grid(id, 3).unwrap(), None);
+    // packed (1 block) + mip 2 (2) + mip 1 (8) then mip 0 row-major.
+    assert_eq!(pack.tile(id, 2, 0, 0).unwrap(), BlockId(1));
+    assert_eq!(pack.tile(id, 1, 0, 0).unwrap(), BlockId(3));
+    assert_eq!(pack.tile(id, 0, 0, 0).unwrap(), BlockId(11));
+    assert_eq!(pack.tile(id, 0, 5, 2).unwrap(), BlockId(11 + 2 * 8 + 5));
+    let r = pack.tile_region(id, 0, 5, 2).unwrap();
+    assert_eq!(
+        (r.x, r.y, r.width, r.height, r.bytes_per_row, r.rows),
+        (1280, 512, 256, 256, 1024, 64)
+    );
+    assert!(matches!(
+        pack.tile(id, 0, 8, 0),
+        Err(PackError::Lookup { .. })
+    ));
+    assert!(matches!(
+        pack.tile(id, 0, 0, 4),
+        Err(PackError::Lookup { .. })
+    ));
+    let p = pack.packed_mips(id).unwrap();
+    assert_eq!(p.mips[0].mip, 3);
+    assert_eq!(
+        (p.mips[0].width, p.mips[0].bytes_per_row, p.mips[0].rows),
+        (256, 1024, 32)
+    );
+}
+
+#[test]
+fn same_inputs_give_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mips = mip_chain(TextureFormat::Bc7Srgb, 1024, 512, 11, 7);
+    let blob = sample(300_000, 8);
+    let mut files = Vec::new();
+    for (i, threads) in [1usize, 2, 3].into_iter().enumerate() {
+        for codec in [Codec::Lz4, Codec::Zstd] {
+            let path = dir.path().join(format!("det-{i}-{codec}.gspk"));
+            let mut w = PackWriter::create(
+                &path,
+                WriterOptions {
+                    codec,
+                    level: 5,
+                    threads,
+                },
+            )
+            .unwrap();
+            w.add_texture("t", TextureFormat::Bc7Srgb, 1024, 512, &mips)
+                .unwrap();
+            w.add_blob("b", &blob).unwrap();
+            w.finish().unwrap();
+            files.push((codec, std::fs::read(&path).unwrap()));
+        }
+    }
+    for (codec, bytes) in &files[2..] {
+        let first = &files.iter().find(|(c, _)| c == codec).unwrap().1;
+        assert!(bytes == first, "{codec} output depends on the thread count");
+    }
+}
+
+#[test]
+fn truncation_at_every_length_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = small_pack(dir.path());
+    assert!(Pack::from_bytes("full", &bytes).is_ok());
+    for len in 0..bytes.len() {
+        let r = Pack::from_bytes("cut", &bytes[..len]);
+        assert!(r.is_err(), "truncated to {len} bytes and still opened");
+    }
+    // Through the file path too, at a few lengths across the regions.
+    for len in [0, 10, 63, 64, 4095, 4096, 4100, bytes.len() - 1] {
+        let path = dir.path().join("cut.gspk");
+        std::fs::write(&path, &bytes[..len]).unwrap();
+        let e = Pack::open(&path).unwrap_err();
+        assert!(e.to_string().contains("cut.gspk"), "{e}");
+    }
+}
+
+#[test]
+fn flipping_any_header_or_toc_byte_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = small_pack(dir.path());
+    let toc_offset =
+        u64::from_le_bytes(bytes[format::header::TOC_OFFSET..][..8].try_into().unwrap());
+    let regions = (0..HEADER_LEN).chain(toc_offset as usize..bytes.len());
+    for i in regions {
+        for mask in [0x01u8, 0x80, 0xff] {
+            let mut b = bytes.clone();
+            b[i] ^= mask;
+            assert!(
+                Pack::from_bytes("flip", &b).is_err(),
+                "flipping byte {i} with {mask:#x} went unnoticed"
+            );
+        }
+    }
+}
+
+/// Builds a pack by hand around one blob whose block entry and declared
+/// size the test chooses, with valid checksums, so the reader's own checks
+/// (not the TOC checksum) must catch the problem.
+fn hand_made(stored: &[u8], block_size: u32, codec: Codec, blob_size: u64) -> Vec<u8> {
+    let mut toc = Vec::new();
+    toc.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+    toc.extend_from_slice(&block_size.to_le_bytes());
+    toc.extend_from_slice(&crc32c::crc32c(stored).to_le_bytes());
+    toc.extend_from_slice(&[codec.id(), 0, 0, 0]);
+    let mut asset = [0u8; ASSET_ENTRY_LEN];
+    asset[4..8].copy_from_slice(&4u32.to_le_bytes()); // name "mesh" at 0
+    asset[20..28].copy_from_slice(&blob_size.to_le_bytes());
+    asset[32..36].copy_from_slice(&1u32.to_le_bytes());
+    toc.extend_from_slice(&asset);
+    toc.extend_from_slice(b"mesh");
+    assert_eq!(toc.len(), BLOCK_ENTRY_LEN + ASSET_ENTRY_LEN + 4);
+    let mut file = vec![0u8; 4096];
+    file.extend_from_slice(stored);
+    let toc_offset = file.len() as u64;
+    file.extend_from_slice(&toc);
+    let header = format::encode_header(
+        4096,
+        stored.len() as u64,
+        toc_offset,
+        toc.len() as u64,
+        1,
+        1,
+        crc32c::crc32c(&toc),
+    );
+    file[..HEADER_LEN].copy_from_slice(&header);
+    file
+}
+
+#[test]
+fn hand_made_pack_is_accepted_when_consistent() {
+    let data = sample(1000, 3);
+    let stored = Codec::Lz4.compress(&data, 0).unwrap();
+    let bytes = hand_made(&stored, 1000, Codec::Lz4, 1000);
+    let pack = Pack::from_bytes("hand", &bytes).unwrap();
+    let mut out = vec![0u8; 1000];
+    pack.check_block(BlockId(0), &stored, &mut out).unwrap();
+    assert_eq!(out, data);
+}
+
+#[test]
+fn a_declared_size_of_4_gib_is_rejected() {
+    let data = sample(1000, 3);
+    let stored = Codec::Lz4.compress(&data, 0).unwrap();
+    let e = Pack::from_bytes("huge", &hand_made(&stored, 1000, Codec::Lz4, 4 << 30)).unwrap_err();
+    let msg = e.to_string();
+    assert!(matches!(e, PackError::Corrupt { .. }), "{e:?}");
+    assert!(
+        msg.contains("asset 'mesh'") && msg.contains("4294967296"),
+        "{msg}"
+    );
+    // A block claiming 4 GiB - 1 of uncompressed data.
+    let e = Pack::from_bytes("huge", &hand_made(&stored, u32::MAX, Codec::Lz4, 1000)).unwrap_err();
+    assert!(e.to_string().contains("block 0"), "{e}");
+    // A stored size beyond the codec's bound.
+    let e =
+        Pack::from_bytes("huge", &hand_made(&[0u8; 1001], 1000, Codec::None, 1000)).unwrap_err();
+    assert!(e.to_string().contains("stored size"), "{e}");
+}
+
+#[test]
+fn streams_of_the_wrong_length_are_typed_errors() {
+    for codec in [Codec::Lz4, Codec::Zstd] {
+        for actual in [999usize, 1001] {
+            let stored = codec.compress(&sample(actual, 4), 3).unwrap();
+            let bytes = hand_made(&stored, 1000, codec, 1000);
+            let pack = Pack::from_bytes("len", &bytes).unwrap();
+            let mut out = vec![0u8; 1000];
+            let e = pack.check_block(BlockId(0), &stored, &mut out).unwrap_err();
+            match &e {
+                PackError::BlockDecode {
+                    at,
+                    block,
+                    offset,
+                    source,
+                } => {
+                    assert_eq!(at, "asset 'mesh' chunk 0");
+                    assert_eq!((*block, *offset), (0, 4096));
+                    if actual < 1000 {
+                        assert!(
+                            matches!(source, CodecError::WrongLength { got: 999, .. }),
+                            "{codec}: {source:?}"
+                        );
+                    }
+                }
+                other => panic!("{codec} {actual}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn checksum_mismatches_are_all_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.gspk");
+    let mut w = PackWriter::create(&path, opts(Codec::Lz4)).unwrap();
+    w.add_blob("mesh", &sample(5 * 65536, 11)).unwrap();
+    w.finish().unwrap();
+    let pack = Pack::open(&path).unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    for b in [1usize, 3] {
+        bytes[pack.blocks()[b].offset as usize + 5] ^= 0x40;
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let bad = pack.verify(|_| {}).unwrap();
+    assert_eq!(bad.len(), 2);
+    for (e, b) in bad.iter().zip([1u32, 3]) {
+        match e {
+            PackError::BlockChecksum {
+                at, block, offset, ..
+            } => {
+                assert_eq!(*block, b);
+                assert_eq!(*offset, pack.blocks()[b as usize].offset);
+                assert_eq!(at, &format!("asset 'mesh' chunk {b}"));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // check_block insists on the declared lengths.
+    let blk = pack.blocks()[0];
+    let stored = &bytes[blk.offset as usize..(blk.offset + blk.stored_size as u64) as usize];
+    let mut out = vec![0u8; blk.size as usize + 1];
+    assert!(matches!(
+        pack.check_block(BlockId(0), stored, &mut out),
+        Err(PackError::BufferLength { what: "output", .. })
+    ));
+    assert!(matches!(
+        pack.check_block(BlockId(0), &stored[1..], &mut out[1..]),
+        Err(PackError::BufferLength { what: "stored", .. })
+    ));
+}
+
+#[test]
+fn writer_rejects_bad_input_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = PackWriter::create(dir.path().join("w.gspk"), opts(Codec::Lz4)).unwrap();
+    w.add_blob("a", b"x").unwrap();
+    assert!(w
+        .add_blob("a", b"y")
+        .unwrap_err()
+        .to_string()
+        .contains("'a'"));
+    assert!(w.add_blob("", b"y").is_err());
+    let e = w
+        .add_texture("odd", TextureFormat::Bc7, 10, 8, &[vec![0u8; 48]])
+        .unwrap_err();
+    assert!(e.to_string().contains("'odd'"), "{e}");
+    let e = w
+        .add_texture("short", TextureFormat::Bc7, 8, 8, &[vec![0u8; 63]])
+        .unwrap_err();
+    assert!(e.to_string().contains("mip 0"), "{e}");
+    let too_many: Vec<Vec<u8>> = vec![vec![0u8; 16]; 5];
+    assert!(w
+        .add_texture("many", TextureFormat::Bc7, 4, 4, &too_many)
+        .is_err());
+}
