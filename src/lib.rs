@@ -13,5 +13,6 @@
 
 pub mod codec;
 pub mod gpu;
+pub mod io;
 
 pub use codec::{Codec, CodecError, MAX_BLOCK_SIZE};
