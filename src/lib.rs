@@ -14,5 +14,6 @@
 pub mod codec;
 pub mod gpu;
 pub mod io;
+pub mod report;
 
 pub use codec::{Codec, CodecError, MAX_BLOCK_SIZE};
