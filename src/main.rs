@@ -16,12 +16,16 @@ struct Cli {
 enum Command {
     /// List the wgpu adapters this machine offers.
     Adapters(cli::adapters::Args),
+    /// Measure the disk like the Xbox article (read size x queue depth x
+    /// pattern), compare with fio, or read a directory in physical order.
+    Sweep(cli::sweep::Args),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Adapters(args) => cli::adapters::run(args),
+        Command::Sweep(args) => cli::sweep::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");
