@@ -45,6 +45,10 @@ pub struct Args {
     /// Only the fio comparison, not the full sweep.
     #[arg(long)]
     fio_only: bool,
+    /// Alternating runs per fio comparison cell (the best of each side
+    /// counts; default 2 with --quick, 3 otherwise).
+    #[arg(long)]
+    repeat: Option<usize>,
     /// Engine backend: auto, io_uring or threads.
     #[arg(long, default_value = "auto")]
     backend: String,
@@ -214,7 +218,8 @@ pub fn run(args: Args) -> CliResult {
 
     let mut fio_rows = Vec::new();
     if args.fio || args.fio_only {
-        fio_rows = run_fio_comparison(backend, &file, &path, args.quick, budget)?;
+        let repeat = args.repeat.unwrap_or(if args.quick { 2 } else { 3 }).max(1);
+        fio_rows = run_fio_comparison(backend, &file, &path, args.quick, budget, repeat)?;
     }
 
     if let Some(p) = &args.json {
@@ -405,8 +410,8 @@ fn raw_fd(file: &IoFile) -> i32 {
     fd
 }
 
-/// The engine at queue depth `qd`: `qd` buffers kept busy, refilled in
-/// batches as completions arrive, issued in the pattern's order (the
+/// The engine at queue depth `qd` (reads in flight at the device), refilled
+/// in batches as completions arrive, issued in the pattern's order (the
 /// engine's own sorting is off so "random" stays random).
 fn measure_engine(
     backend: BackendKind,
@@ -424,7 +429,11 @@ fn measure_engine(
         ..IoConfig::default()
     })?;
     let method = engine.backend_name().to_string();
-    let mut bufs: Vec<AlignedBuf> = (0..qd).map(|_| AlignedBuf::new(size)).collect();
+    // Twice the queue depth in buffers: the engine keeps `qd` reads at the
+    // device and the rest queued, so the device is refilled by the worker
+    // the moment a read finishes, not after a round trip to this thread.
+    let nbuf = 2 * qd;
+    let mut bufs: Vec<AlignedBuf> = (0..nbuf).map(|_| AlignedBuf::new(size)).collect();
     let ptrs: Vec<usize> = bufs.iter_mut().map(|b| b.as_mut_ptr() as usize).collect();
     let (tx, rx) = channel::unbounded();
     let op = |i: usize, buf: usize| ReadOp {
@@ -436,7 +445,7 @@ fn measure_engine(
         user_data: buf as u64,
     };
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
-    let mut next = qd.min(offsets.len());
+    let mut next = nbuf.min(offsets.len());
     let first: Vec<ReadOp> = (0..next).map(|i| op(i, i)).collect();
     let mut in_flight = first.len();
     // SAFETY: each op targets its own buffer in `bufs`, reused only after
@@ -444,7 +453,7 @@ fn measure_engine(
     // read still in flight) before the buffers.
     unsafe { engine.submit(first, tx.clone()) };
     let (mut bytes, mut errors) = (0u64, 0u64);
-    let mut batch = Vec::with_capacity(qd);
+    let mut batch = Vec::with_capacity(nbuf);
     while in_flight > 0 {
         let Ok(c) = rx.recv() else { break };
         let mut handle = |c: gpustream::io::ReadCompletion| {
@@ -577,6 +586,7 @@ fn run_fio_comparison(
     path: &Path,
     quick: bool,
     budget: Duration,
+    repeat: usize,
 ) -> Result<Vec<FioRow>, Box<dyn std::error::Error + Send + Sync>> {
     if std::process::Command::new("fio")
         .arg("--version")
@@ -608,7 +618,7 @@ fn run_fio_comparison(
                 let offsets = offsets_for(pattern, size, file.len(), 0xF10 ^ size as u64);
                 let mut ours: f64 = 0.0;
                 let mut theirs: f64 = 0.0;
-                for _ in 0..2 {
+                for _ in 0..repeat {
                     let c = measure_engine(
                         backend,
                         file,
@@ -642,7 +652,7 @@ fn run_fio_comparison(
         }
     }
     println!(
-        "\ngpustream vs fio (io_uring, O_DIRECT, same file, {secs:.1} s per run, best of 2):\n{t}"
+        "\ngpustream vs fio (io_uring, O_DIRECT, same file, {secs:.1} s per run, best of {repeat}):\n{t}"
     );
     Ok(rows)
 }

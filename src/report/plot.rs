@@ -127,6 +127,9 @@ fn draw_panel(
                 .x_desc(p.x_label.as_str())
                 .y_desc(p.y_label.as_str())
                 .label_style(("sans-serif", 12))
+                .light_line_style(WHITE)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| format!("{v:.0}"))
                 .draw()?;
             for (i, s) in p.series.iter().enumerate() {
                 let c = colors[i % colors.len()];
