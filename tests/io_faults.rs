@@ -202,6 +202,7 @@ fn sweep(kind: BackendKind, seeds: std::ops::Range<u64>) {
     let path = make_file(dir.path());
     let mut failures = 0usize;
     let mut total = 0usize;
+    let (mut retries, mut shorts) = (0u64, 0u64);
     for seed in seeds {
         let cfg = IoConfig {
             backend: kind,
@@ -213,6 +214,8 @@ fn sweep(kind: BackendKind, seeds: std::ops::Range<u64>) {
         let engine = IoEngine::new(cfg).unwrap();
         let file = engine.open(&path, OpenMode::Auto).unwrap();
         let out = run_seed(&engine, &file, seed);
+        retries += engine.stats().retries;
+        shorts += engine.stats().short_reads;
         failures += out
             .iter()
             .filter(|o| matches!(o, Outcome::Failed(_)))
@@ -241,6 +244,8 @@ fn sweep(kind: BackendKind, seeds: std::ops::Range<u64>) {
     // did not.
     assert!(failures > 0, "no injected EIO reached a request");
     assert!(failures < total / 2, "{failures} of {total} failed");
+    assert!(retries > 0, "no injected EINTR/EAGAIN was retried");
+    assert!(shorts > 0, "no injected short read was continued");
 }
 
 #[test]

@@ -172,4 +172,8 @@ impl Backend for FaultBackend {
     fn waker(&self) -> Waker {
         self.inner.waker()
     }
+
+    fn set_buffers(&mut self, regions: &[(usize, usize)]) {
+        self.inner.set_buffers(regions)
+    }
 }

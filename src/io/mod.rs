@@ -45,7 +45,8 @@ pub use file::{IoFile, OpenMode, PhysKey};
 pub use plan::{align_range, plan_reads, ReadRun, RunPart};
 pub use sched::AGE_STEP;
 
-use backend::Backend;
+use backend::{Backend, Counters};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Which backend moves the bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -191,6 +192,29 @@ pub struct IoEngine {
     cfg: IoConfig,
     kind: Resolved,
     workers: Mutex<HashMap<u64, Worker>>,
+    counters: Arc<Counters>,
+    regions: Arc<worker::Regions>,
+}
+
+/// What the engine has done so far (all devices together).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Read attempts that finished (a continued short read counts twice).
+    pub reads: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Attempts that returned fewer bytes than asked (and were continued,
+    /// or were the end of the file).
+    pub short_reads: u64,
+    /// EINTR/EAGAIN answers that were retried.
+    pub retries: u64,
+    /// io_uring reads into registered memory (see
+    /// [`IoEngine::register_memory`]).
+    pub fixed_buffer_reads: u64,
+    /// io_uring reads through a registered file.
+    pub fixed_file_reads: u64,
+    /// `io_uring_enter` calls (submissions and waits together).
+    pub enters: u64,
 }
 
 impl IoEngine {
@@ -221,7 +245,64 @@ impl IoEngine {
             cfg,
             kind,
             workers: Mutex::new(HashMap::new()),
+            counters: Arc::default(),
+            regions: Arc::default(),
         })
+    }
+
+    /// Counters since the engine was created.
+    pub fn stats(&self) -> IoStats {
+        let c = &self.counters;
+        IoStats {
+            reads: c.reads.load(Relaxed),
+            bytes: c.bytes.load(Relaxed),
+            short_reads: c.short_reads.load(Relaxed),
+            retries: c.retries.load(Relaxed),
+            fixed_buffer_reads: c.fixed_buffer_reads.load(Relaxed),
+            fixed_file_reads: c.fixed_file_reads.load(Relaxed),
+            enters: c.enters.load(Relaxed),
+        }
+    }
+
+    /// Registers `len` bytes at `ptr` (the runtime's staging memory) with
+    /// every io_uring of this engine, so reads landing inside it skip the
+    /// kernel's per-read page pinning (`IORING_OP_READ_FIXED`). Takes effect
+    /// for reads submitted after this call; where the kernel refuses
+    /// (memlock limit) reads simply stay plain. The thread-pool backend
+    /// ignores it.
+    ///
+    /// # Safety
+    /// The memory must stay mapped at this address until
+    /// [`IoEngine::unregister_memory`] is called for it or the engine is
+    /// dropped: the kernel pins the pages it sees now, and reads into the
+    /// range would land in those pages even if the range were remapped.
+    pub unsafe fn register_memory(&self, ptr: *mut u8, len: usize) {
+        if ptr.is_null() || len == 0 {
+            return;
+        }
+        let mut l = self.regions.list.lock().unwrap_or_else(|e| e.into_inner());
+        l.retain(|&(s, _)| s != ptr as usize);
+        l.push((ptr as usize, len));
+        self.regions.generation.fetch_add(1, Relaxed);
+        drop(l);
+        self.poke_workers();
+    }
+
+    /// Forgets memory registered with [`IoEngine::register_memory`] at
+    /// `ptr`. Reads submitted afterwards into it are plain reads.
+    pub fn unregister_memory(&self, ptr: *mut u8) {
+        let mut l = self.regions.list.lock().unwrap_or_else(|e| e.into_inner());
+        l.retain(|&(s, _)| s != ptr as usize);
+        self.regions.generation.fetch_add(1, Relaxed);
+        drop(l);
+        self.poke_workers();
+    }
+
+    fn poke_workers(&self) {
+        let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        for w in workers.values() {
+            w.inbox.push(std::iter::empty());
+        }
     }
 
     /// The configuration in effect (queue depth clamped to 1..=4096).
@@ -263,7 +344,7 @@ impl IoEngine {
         let b: Box<dyn Backend> = match self.kind {
             Resolved::Threads => threads(),
             Resolved::Uring => {
-                match backend::uring::UringBackend::new(qd) {
+                match backend::uring::UringBackend::new(qd, self.counters.clone()) {
                     Ok(b) => Box::new(b),
                     Err(e) => {
                         eprintln!("gpustream: creating an io_uring failed ({e}), reading with a thread pool");
@@ -302,7 +383,11 @@ impl IoEngine {
         for (dev, ops) in by_dev {
             let w = workers.entry(dev).or_insert_with(|| {
                 let b = self.make_backend();
-                let inbox = Arc::new(worker::Inbox::new(b.waker()));
+                let inbox = Arc::new(worker::Inbox::new(
+                    b.waker(),
+                    self.counters.clone(),
+                    self.regions.clone(),
+                ));
                 let ib = inbox.clone();
                 let (qd, sort) = (self.cfg.queue_depth, self.cfg.sort_by_position);
                 let thread = std::thread::Builder::new()

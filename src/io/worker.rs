@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam::channel::Sender;
 
-use super::backend::{Backend, RawRead, RawResult, Waker, MAX_ATTEMPT};
+use super::backend::{Backend, Counters, RawRead, RawResult, Waker, MAX_ATTEMPT};
 use super::fault::mix;
 use super::sched::{Queued, Scheduler};
 use super::{IoError, ReadCompletion, ReadOp};
@@ -21,6 +21,8 @@ use super::{IoError, ReadCompletion, ReadOp};
 pub(crate) const MAX_RETRIES: u32 = 64;
 
 pub(crate) struct Inbox {
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) regions: Arc<Regions>,
     state: Mutex<InboxState>,
     wake_pending: AtomicBool,
     waker: Waker,
@@ -32,9 +34,19 @@ struct InboxState {
     shutdown: bool,
 }
 
+/// Memory the caller registered for fixed-buffer reads, with a generation
+/// number the workers compare to pick up changes.
+#[derive(Default)]
+pub(crate) struct Regions {
+    pub(crate) list: Mutex<Vec<(usize, usize)>>,
+    pub(crate) generation: std::sync::atomic::AtomicU64,
+}
+
 impl Inbox {
-    pub(crate) fn new(waker: Waker) -> Inbox {
+    pub(crate) fn new(waker: Waker, counters: Arc<Counters>, regions: Arc<Regions>) -> Inbox {
         Inbox {
+            counters,
+            regions,
             state: Mutex::new(InboxState::default()),
             wake_pending: AtomicBool::new(false),
             waker,
@@ -85,8 +97,21 @@ pub(crate) fn run(
     let mut slots: Vec<Option<InFlight>> = Vec::new();
     let mut free: Vec<usize> = Vec::new();
     let mut events: Vec<(u64, RawResult)> = Vec::new();
+    let mut generation = 0u64;
+    let c = inbox.counters.clone();
     loop {
         inbox.wake_pending.store(false, Ordering::Release);
+        let g = inbox.regions.generation.load(Ordering::Acquire);
+        if g != generation {
+            generation = g;
+            let list = inbox
+                .regions
+                .list
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            backend.set_buffers(&list);
+        }
         let (new_ops, shutdown) = {
             let mut st = inbox.state.lock().unwrap_or_else(|e| e.into_inner());
             (std::mem::take(&mut st.ops), st.shutdown)
@@ -126,6 +151,19 @@ pub(crate) fn run(
             let Some(f) = slots.get_mut(slot).and_then(Option::take) else {
                 continue;
             };
+            match res {
+                Ok(n) => {
+                    c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    if n > 0 && n < f.attempt_len {
+                        c.short_reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Err(libc::EINTR) | Err(libc::EAGAIN) => {
+                    c.retries.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {}
+            }
+            c.reads.fetch_add(1, Ordering::Relaxed);
             if let Some(f) = finish_attempt(&mut *backend, slot, f, res) {
                 slots[slot] = Some(f);
             } else {

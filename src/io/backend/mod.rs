@@ -66,6 +66,23 @@ pub(crate) trait Backend: Send {
 
     /// A handle other threads call after queueing work for this worker.
     fn waker(&self) -> Waker;
+
+    /// Memory regions `(address, len)` the caller registered; reads that
+    /// land entirely inside one may use it as a fixed buffer. Backends
+    /// without the notion ignore it.
+    fn set_buffers(&mut self, _regions: &[(usize, usize)]) {}
+}
+
+/// Counters the backends and workers keep, read by [`crate::io::IoEngine::stats`].
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub reads: std::sync::atomic::AtomicU64,
+    pub bytes: std::sync::atomic::AtomicU64,
+    pub short_reads: std::sync::atomic::AtomicU64,
+    pub retries: std::sync::atomic::AtomicU64,
+    pub fixed_buffer_reads: std::sync::atomic::AtomicU64,
+    pub fixed_file_reads: std::sync::atomic::AtomicU64,
+    pub enters: std::sync::atomic::AtomicU64,
 }
 
 /// Whether io_uring can be used in this process (kernel support, seccomp,

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{Backend, RawRead, RawResult, Waker};
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{Backend, Counters, RawRead, RawResult, Waker};
 
 const WAKE_TAG: u64 = u64::MAX;
 /// Registered file slots per ring. Files beyond this are read through
@@ -23,6 +25,9 @@ pub(crate) struct UringBackend {
     wake_buf: Box<u64>,
     wake_armed: bool,
     files: Option<FileTable>,
+    /// Registered buffers: (start address, len), index = buffer index.
+    buffers: Vec<(usize, usize)>,
+    counters: Arc<Counters>,
     in_flight: usize,
 }
 
@@ -38,7 +43,10 @@ struct FileTable {
 unsafe impl Send for UringBackend {}
 
 impl UringBackend {
-    pub(crate) fn new(queue_depth: usize) -> std::io::Result<UringBackend> {
+    pub(crate) fn new(
+        queue_depth: usize,
+        counters: Arc<Counters>,
+    ) -> std::io::Result<UringBackend> {
         let entries = ((queue_depth + 2) * 2).next_power_of_two() as u32;
         let ring = IoUring::builder().build(entries)?;
         // Blocking on purpose: io_uring answers EAGAIN at once for reads
@@ -65,6 +73,8 @@ impl UringBackend {
             wake_buf: Box::new(0),
             wake_armed: false,
             files,
+            buffers: Vec::new(),
+            counters,
             in_flight: 0,
         };
         b.arm_wake();
@@ -123,12 +133,33 @@ impl UringBackend {
 
 impl Backend for UringBackend {
     unsafe fn push(&mut self, r: RawRead) {
-        let e = match self.fixed_slot(r.fd, r.fd_key) {
-            Some(slot) => opcode::Read::new(types::Fixed(slot), r.dest, r.len),
-            None => opcode::Read::new(types::Fd(r.fd), r.dest, r.len),
+        let (d, end) = (r.dest as usize, r.dest as usize + r.len as usize);
+        let buf = self
+            .buffers
+            .iter()
+            .position(|&(s, l)| d >= s && end <= s + l)
+            .map(|i| i as u16);
+        let slot = self.fixed_slot(r.fd, r.fd_key);
+        if slot.is_some() {
+            self.counters.fixed_file_reads.fetch_add(1, Relaxed);
         }
-        .offset(r.offset)
-        .build()
+        if buf.is_some() {
+            self.counters.fixed_buffer_reads.fetch_add(1, Relaxed);
+        }
+        let e = match (slot, buf) {
+            (Some(s), Some(b)) => opcode::ReadFixed::new(types::Fixed(s), r.dest, r.len, b)
+                .offset(r.offset)
+                .build(),
+            (None, Some(b)) => opcode::ReadFixed::new(types::Fd(r.fd), r.dest, r.len, b)
+                .offset(r.offset)
+                .build(),
+            (Some(s), None) => opcode::Read::new(types::Fixed(s), r.dest, r.len)
+                .offset(r.offset)
+                .build(),
+            (None, None) => opcode::Read::new(types::Fd(r.fd), r.dest, r.len)
+                .offset(r.offset)
+                .build(),
+        }
         .user_data(r.tag);
         // SAFETY: the caller keeps fd and dest valid until the completion.
         unsafe { self.push_entry(&e) };
@@ -140,6 +171,7 @@ impl Backend for UringBackend {
         // Bounded: EINTR/EBUSY retries only while nothing has completed, and
         // each loop round either completes or backs off.
         for round in 0..10_000u32 {
+            self.counters.enters.fetch_add(1, Relaxed);
             match self.ring.submit_and_wait(want) {
                 Ok(_) => break,
                 Err(e) => match e.raw_os_error() {
@@ -179,6 +211,29 @@ impl Backend for UringBackend {
 
     fn in_flight(&self) -> usize {
         self.in_flight
+    }
+
+    fn set_buffers(&mut self, regions: &[(usize, usize)]) {
+        // Re-registering needs no quiet ring on current kernels: reads in
+        // flight keep their own reference to the old table.
+        let _ = self.ring.submitter().unregister_buffers();
+        self.buffers.clear();
+        if regions.is_empty() || regions.len() > u16::MAX as usize {
+            return;
+        }
+        let iov: Vec<libc::iovec> = regions
+            .iter()
+            .map(|&(s, l)| libc::iovec {
+                iov_base: s as *mut libc::c_void,
+                iov_len: l,
+            })
+            .collect();
+        // SAFETY: the engine's caller promised (register_memory) that the
+        // regions stay valid until unregistered; failure (memlock limit,
+        // old kernel) just means plain reads.
+        if unsafe { self.ring.submitter().register_buffers(&iov) }.is_ok() {
+            self.buffers = regions.to_vec();
+        }
     }
 
     fn waker(&self) -> Waker {
