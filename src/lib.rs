@@ -18,5 +18,7 @@ pub mod gpu;
 pub mod runtime;
 pub mod staging;
 pub mod pack;
+pub mod io;
+pub mod report;
 
 pub use codec::{Codec, CodecError, MAX_BLOCK_SIZE};

@@ -32,6 +32,9 @@ enum Command {
     Unpack(cli::unpack::Args),
     /// Build (or reuse) the demo pack from the images in assets/.
     DemoPack(cli::demo_pack::Args),
+    /// Measure the disk like the Xbox article (read size x queue depth x
+    /// pattern), compare with fio, or read a directory in physical order.
+    Sweep(cli::sweep::Args),
 }
 
 fn main() {
@@ -46,6 +49,7 @@ fn main() {
         Command::Verify(args) => cli::verify::run(args),
         Command::Unpack(args) => cli::unpack::run(args),
         Command::DemoPack(args) => cli::demo_pack::run(args),
+        Command::Sweep(args) => cli::sweep::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

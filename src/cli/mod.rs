@@ -8,6 +8,7 @@ pub mod info;
 pub mod pack;
 pub mod unpack;
 pub mod verify;
+pub mod sweep;
 
 /// The error type the subcommands return: a message with its causes.
 pub type CliResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;

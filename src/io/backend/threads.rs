@@ -1,0 +1,114 @@
+//! The `pread` thread pool: the fallback where io_uring is unavailable (old
+//! kernels, seccomp sandboxes) or forced with `GPUSTREAM_IO=threads`. One
+//! pool per device worker, as many threads as the queue depth, so the
+//! device sees the same number of requests in flight as with io_uring.
+
+use std::thread::JoinHandle;
+
+use crossbeam::channel::{self, Receiver, Sender};
+
+use super::{Backend, RawRead, RawResult, Waker};
+
+enum Event {
+    Done(u64, RawResult),
+    Wake,
+}
+
+pub(crate) struct ThreadsBackend {
+    jobs: Option<Sender<RawRead>>,
+    events_tx: Sender<Event>,
+    events: Receiver<Event>,
+    threads: Vec<JoinHandle<()>>,
+    in_flight: usize,
+}
+
+impl ThreadsBackend {
+    pub(crate) fn new(threads: usize) -> std::io::Result<ThreadsBackend> {
+        let (jobs_tx, jobs_rx) = channel::unbounded::<RawRead>();
+        let (events_tx, events) = channel::unbounded();
+        let mut handles = Vec::new();
+        for i in 0..threads.max(1) {
+            let rx = jobs_rx.clone();
+            let tx = events_tx.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("gpustream-pread-{i}"))
+                .spawn(move || {
+                    while let Ok(r) = rx.recv() {
+                        // SAFETY: the worker keeps fd open and dest valid
+                        // for len bytes until this completion is reaped.
+                        let n = unsafe {
+                            libc::pread(r.fd, r.dest.cast(), r.len as usize, r.offset as i64)
+                        };
+                        let res = if n < 0 {
+                            Err(std::io::Error::last_os_error()
+                                .raw_os_error()
+                                .unwrap_or(libc::EIO))
+                        } else {
+                            Ok(n as usize)
+                        };
+                        if tx.send(Event::Done(r.tag, res)).is_err() {
+                            break;
+                        }
+                    }
+                })?;
+            handles.push(h);
+        }
+        Ok(ThreadsBackend {
+            jobs: Some(jobs_tx),
+            events_tx,
+            events,
+            threads: handles,
+            in_flight: 0,
+        })
+    }
+}
+
+impl Backend for ThreadsBackend {
+    unsafe fn push(&mut self, read: RawRead) {
+        self.in_flight += 1;
+        let tag = read.tag;
+        let sent = self.jobs.as_ref().map(|j| j.send(read).is_ok());
+        if sent != Some(true) {
+            // Cannot happen while self is alive (the pool holds the
+            // receiver); report it as an error rather than losing it.
+            let _ = self.events_tx.send(Event::Done(tag, Err(libc::EIO)));
+        }
+    }
+
+    fn reap(&mut self, wait: bool, out: &mut Vec<(u64, RawResult)>) {
+        let take = |e: Event, out: &mut Vec<(u64, RawResult)>, n: &mut usize| {
+            if let Event::Done(tag, res) = e {
+                *n -= 1;
+                out.push((tag, res));
+            }
+        };
+        if wait {
+            if let Ok(e) = self.events.recv() {
+                take(e, out, &mut self.in_flight);
+            }
+        }
+        while let Ok(e) = self.events.try_recv() {
+            take(e, out, &mut self.in_flight);
+        }
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    fn waker(&self) -> Waker {
+        let tx = self.events_tx.clone();
+        std::sync::Arc::new(move || {
+            let _ = tx.send(Event::Wake);
+        })
+    }
+}
+
+impl Drop for ThreadsBackend {
+    fn drop(&mut self) {
+        self.jobs = None;
+        for h in self.threads.drain(..) {
+            let _ = h.join();
+        }
+    }
+}

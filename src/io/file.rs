@@ -1,0 +1,334 @@
+//! Files opened through the engine: O_DIRECT where the filesystem allows,
+//! buffered otherwise, with their physical placement for the scheduler.
+
+use std::collections::HashSet;
+use std::ffi::CString;
+use std::fs::File;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::device::{self, DeviceId};
+use super::fiemap::{self, Extent};
+use super::IoError;
+
+/// How [`crate::io::IoEngine::open`] opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OpenMode {
+    /// O_DIRECT where the filesystem supports it, buffered otherwise (with a
+    /// one-line notice on stderr, once per filesystem).
+    #[default]
+    Auto,
+    /// O_DIRECT; like `Auto`, falls back to buffered where the filesystem
+    /// refuses it (and says so), because a read that works beats none.
+    Direct,
+    /// Through the page cache (like DirectStorage's ForceFileBuffering):
+    /// for spinning disks that benefit from read-ahead, and for files read
+    /// again soon.
+    Buffered,
+}
+
+/// Upper bound on extents kept per file: enough to map a 4 GiB file on
+/// ext4 (128 MiB extents) many times over, and a fixed cost for files that
+/// are badly fragmented (offsets past the last kept extent fall back to
+/// file order).
+const MAX_EXTENTS: usize = 4096;
+
+static NEXT_FILE_ID: AtomicU64 = AtomicU64::new(1);
+
+pub(crate) struct FileInner {
+    pub(crate) id: u64,
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    pub(crate) direct: bool,
+    /// Set when a direct read came back EINVAL: the filesystem accepted
+    /// O_DIRECT at open but not for reads; later reads go buffered.
+    pub(crate) direct_refused: AtomicBool,
+    pub(crate) alignment: usize,
+    len: u64,
+    ino: u64,
+    device: DeviceId,
+    extents: Vec<Extent>,
+    /// A second, buffered descriptor for ranges a direct read cannot do
+    /// (unaligned offset, length or destination): opened on first need.
+    buffered: OnceLock<Result<File, i32>>,
+}
+
+/// A file opened by the engine. Cloning is cheap (an `Arc`); the file is
+/// closed when the last clone and the last read using it are gone.
+#[derive(Clone)]
+pub struct IoFile {
+    pub(crate) inner: Arc<FileInner>,
+}
+
+impl std::fmt::Debug for IoFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IoFile")
+            .field("path", &self.inner.path)
+            .field("len", &self.inner.len)
+            .field("direct", &self.inner.direct)
+            .field("alignment", &self.inner.alignment)
+            .field("device", &self.inner.device.name)
+            .finish()
+    }
+}
+
+/// Where a request sits on its device, for sorting. Requests with a known
+/// physical address compare by it; others (no FIEMAP) fall back to
+/// (file, offset), which keeps each file's reads in file order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PhysKey(pub u64, pub u64);
+
+impl IoFile {
+    /// Opens `path` for reading (see [`crate::io::IoEngine::open`]).
+    pub fn open(path: &Path, mode: OpenMode) -> Result<IoFile, IoError> {
+        let open_err = |source| IoError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+            open_err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "path contains a NUL byte",
+            ))
+        })?;
+        let base = libc::O_RDONLY | libc::O_CLOEXEC;
+        let want_direct = mode != OpenMode::Buffered;
+        let mut direct = false;
+        let mut fd: RawFd = -1;
+        if want_direct {
+            // SAFETY: cpath is a valid NUL-terminated string.
+            fd = unsafe { libc::open(cpath.as_ptr(), base | libc::O_DIRECT) };
+            if fd >= 0 {
+                direct = true;
+            } else {
+                let err = std::io::Error::last_os_error();
+                if err.raw_os_error() != Some(libc::EINVAL) {
+                    return Err(open_err(err));
+                }
+            }
+        }
+        if fd < 0 {
+            // SAFETY: as above.
+            fd = unsafe { libc::open(cpath.as_ptr(), base) };
+            if fd < 0 {
+                return Err(open_err(std::io::Error::last_os_error()));
+            }
+        }
+        // SAFETY: fd is a freshly opened descriptor we own.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let meta = file.metadata().map_err(open_err)?;
+        if !meta.is_file() {
+            return Err(IoError::NotAFile {
+                path: path.to_path_buf(),
+            });
+        }
+        use std::os::unix::fs::MetadataExt;
+        let device = device::resolve(meta.dev());
+
+        let mut reason = None;
+        if want_direct && !direct {
+            reason = Some("the filesystem refuses O_DIRECT");
+        }
+        if direct && is_memory_fs(fd) {
+            // O_DIRECT on tmpfs is accepted by recent kernels but means
+            // nothing: the page cache *is* the storage. Read it buffered,
+            // without the alignment rules.
+            direct = false;
+            reason = Some("tmpfs keeps files in memory, O_DIRECT does not apply");
+        }
+        let file = if want_direct && !direct && reason.is_some() && fd_is_direct(fd) {
+            // Reopen without O_DIRECT for the memory filesystem case.
+            reopen_buffered(fd).map_err(|e| open_err(std::io::Error::from_raw_os_error(e)))?
+        } else {
+            file
+        };
+        if let Some(reason) = reason {
+            notice_once(meta.dev(), path, reason);
+        }
+        let alignment = if direct { direct_alignment(&cpath) } else { 1 };
+        let extents = fiemap::extents(file.as_raw_fd(), MAX_EXTENTS).unwrap_or_default();
+        Ok(IoFile {
+            inner: Arc::new(FileInner {
+                id: NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed),
+                path: path.to_path_buf(),
+                file,
+                direct,
+                direct_refused: AtomicBool::new(false),
+                alignment,
+                len: meta.len(),
+                ino: meta.ino(),
+                device,
+                extents,
+                buffered: OnceLock::new(),
+            }),
+        })
+    }
+
+    /// The path the file was opened with.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The file's length when it was opened.
+    pub fn len(&self) -> u64 {
+        self.inner.len
+    }
+
+    /// Whether the file was empty when opened.
+    pub fn is_empty(&self) -> bool {
+        self.inner.len == 0
+    }
+
+    /// Whether reads bypass the page cache (O_DIRECT).
+    pub fn is_direct(&self) -> bool {
+        self.inner.direct && !self.inner.direct_refused.load(Ordering::Relaxed)
+    }
+
+    /// What the offset, length and destination address of a direct read
+    /// must be multiples of; 1 for buffered files. Reads that do not follow
+    /// it still work (the engine sends them through a buffered descriptor)
+    /// but lose the direct path.
+    pub fn alignment(&self) -> usize {
+        if self.is_direct() {
+            self.inner.alignment
+        } else {
+            1
+        }
+    }
+
+    /// The physical device the file's reads go to (partitions resolved to
+    /// their disk).
+    pub fn device(&self) -> &DeviceId {
+        &self.inner.device
+    }
+
+    /// How many extents FIEMAP reported (0 where unsupported).
+    pub fn extent_count(&self) -> usize {
+        self.inner.extents.len()
+    }
+
+    /// The device byte address of file offset `offset`, when FIEMAP maps it.
+    pub fn physical_offset(&self, offset: u64) -> Option<u64> {
+        fiemap::physical_at(&self.inner.extents, offset)
+    }
+
+    /// The key the scheduler sorts this file's read at `offset` by: the
+    /// physical address from FIEMAP, or (inode, offset) where unknown.
+    pub fn physical_key(&self, offset: u64) -> PhysKey {
+        match self.physical_offset(offset) {
+            Some(p) => PhysKey(0, p),
+            None => PhysKey(1 + self.inner.ino, offset),
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    pub(crate) fn direct_fd(&self) -> RawFd {
+        self.inner.file.as_raw_fd()
+    }
+
+    /// The descriptor for reads that cannot go direct; the file itself
+    /// when it is buffered already.
+    pub(crate) fn buffered_fd(&self) -> Result<RawFd, i32> {
+        if !self.inner.direct {
+            return Ok(self.inner.file.as_raw_fd());
+        }
+        match self
+            .inner
+            .buffered
+            .get_or_init(|| reopen_buffered(self.inner.file.as_raw_fd()))
+        {
+            Ok(f) => Ok(f.as_raw_fd()),
+            Err(e) => Err(*e),
+        }
+    }
+
+    /// Called when a direct read was refused with EINVAL after open.
+    pub(crate) fn refuse_direct(&self) {
+        if !self.inner.direct_refused.swap(true, Ordering::Relaxed) {
+            notice_once(
+                self.inner.device.dev,
+                &self.inner.path,
+                "direct reads are refused (EINVAL)",
+            );
+        }
+    }
+}
+
+/// Reopens the file behind `fd` without O_DIRECT through /proc, which works
+/// even after the file was renamed or unlinked.
+fn reopen_buffered(fd: RawFd) -> Result<File, i32> {
+    let p = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
+    // SAFETY: p is a valid C string.
+    let nfd = unsafe { libc::open(p.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if nfd < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    // SAFETY: nfd is a freshly opened descriptor we own.
+    Ok(unsafe { File::from_raw_fd(nfd) })
+}
+
+fn fd_is_direct(fd: RawFd) -> bool {
+    // SAFETY: fcntl(F_GETFL) on a valid descriptor.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    fl >= 0 && fl & libc::O_DIRECT != 0
+}
+
+fn is_memory_fs(fd: RawFd) -> bool {
+    // SAFETY: zeroed statfs is a valid out-parameter.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is valid, s is writable.
+    if unsafe { libc::fstatfs(fd, &mut s) } != 0 {
+        return false;
+    }
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    let t = s.f_type as i64;
+    t == libc::TMPFS_MAGIC as i64 || t == RAMFS_MAGIC
+}
+
+/// The direct-I/O alignment from statx (STATX_DIOALIGN, Linux 6.1+): the
+/// larger of the offset and memory alignments. 4096 when statx cannot say,
+/// which is safe for every sector size Linux supports.
+fn direct_alignment(cpath: &CString) -> usize {
+    // SAFETY: zeroed statx is a valid out-parameter.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: valid path and out-parameter.
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            cpath.as_ptr(),
+            0,
+            libc::STATX_DIOALIGN,
+            &mut st,
+        )
+    };
+    if rc == 0 && st.stx_mask & libc::STATX_DIOALIGN != 0 {
+        let a = st.stx_dio_offset_align.max(st.stx_dio_mem_align) as usize;
+        if a.is_power_of_two() && a <= 1 << 20 {
+            return a;
+        }
+    }
+    4096
+}
+
+fn notice_once(dev: u64, path: &Path, reason: &str) {
+    static SEEN: OnceLock<Mutex<HashSet<(u64, String)>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(|| Mutex::new(HashSet::new()));
+    if seen
+        .lock()
+        .expect("notice set")
+        .insert((dev, reason.to_string()))
+    {
+        eprintln!(
+            "gpustream: {} is read through the page cache: {reason}",
+            path.display()
+        );
+    }
+}

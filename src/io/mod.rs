@@ -1,0 +1,517 @@
+//! The I/O engine: bytes off the disk into caller-owned memory.
+//!
+//! - Two backends with the same semantics: io_uring ([`BackendKind::IoUring`],
+//!   many reads per `io_uring_enter`, registered files) and a `pread` thread
+//!   pool ([`BackendKind::Threads`]), chosen by [`BackendKind::Auto`]
+//!   (`GPUSTREAM_IO=threads` forces the pool).
+//! - Files open with O_DIRECT where the filesystem allows ([`IoFile`]), so
+//!   the page cache neither flatters benchmarks nor costs a copy.
+//! - One worker per physical disk sorts pending reads by their FIEMAP
+//!   position and serves priorities by an aging rule (see `sched.rs` and
+//!   docs/io.md), keeping up to the queue depth in flight.
+//! - [`plan_reads`] coalesces nearby ranges, [`align_range`] rounds a range
+//!   to the direct-I/O alignment.
+//! - [`FaultConfig`] wraps either backend in a seeded fault injector.
+//!
+//! Every request submitted completes exactly once. Reading past the end of
+//! the file is not an error: the completion carries the number of bytes
+//! that exist (less than asked, possibly 0), so a caller that needs all of
+//! them compares the count. Failures are typed [`IoError`]s naming the file,
+//! offset and length.
+
+mod backend;
+mod buf;
+pub mod device;
+mod error;
+mod fault;
+pub mod fiemap;
+mod file;
+mod plan;
+mod sched;
+mod worker;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crossbeam::channel::{self, Sender};
+
+pub use buf::{AlignedBuf, DEFAULT_BUF_ALIGN};
+pub use device::DeviceId;
+pub use error::IoError;
+pub use fault::FaultConfig;
+pub use file::{IoFile, OpenMode, PhysKey};
+pub use plan::{align_range, plan_reads, ReadRun, RunPart};
+pub use sched::AGE_STEP;
+
+use backend::{Backend, Counters};
+use std::sync::atomic::Ordering::Relaxed;
+
+/// Which backend moves the bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendKind {
+    /// io_uring when the kernel allows it, the thread pool otherwise (with a
+    /// notice); `GPUSTREAM_IO=threads` (or `io_uring`) overrides the choice.
+    #[default]
+    Auto,
+    /// io_uring; [`IoEngine::new`] fails where it is unavailable.
+    IoUring,
+    /// The `pread` thread pool.
+    Threads,
+}
+
+/// Request priority. Higher classes go first; lower ones age into higher
+/// ones so they are never starved (see [`AGE_STEP`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Priority {
+    /// Background work (prefetch).
+    Low,
+    /// The default.
+    #[default]
+    Normal,
+    /// Needed soon.
+    High,
+    /// Needed for the next frame.
+    Realtime,
+}
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct IoConfig {
+    /// Which backend to use.
+    pub backend: BackendKind,
+    /// Reads kept in flight per device (default 32; the seeds recommend
+    /// 16-32).
+    pub queue_depth: usize,
+    /// The largest read [`IoEngine::read_ranges`] coalesces ranges into
+    /// (default 1 MiB).
+    pub max_read: usize,
+    /// The most bytes nobody asked for that coalescing may read over to
+    /// join two ranges (default 64 KiB).
+    pub max_overread: usize,
+    /// Sort pending reads by physical position (default on). Off gives
+    /// FIFO order within a priority, which the sweep uses to measure random
+    /// access as the application issued it.
+    pub sort_by_position: bool,
+    /// Wrap the backend in the seeded fault injector (tests).
+    pub fault: Option<FaultConfig>,
+}
+
+impl Default for IoConfig {
+    fn default() -> Self {
+        IoConfig {
+            backend: BackendKind::Auto,
+            queue_depth: 32,
+            max_read: 1 << 20,
+            max_overread: 64 << 10,
+            sort_by_position: true,
+            fault: None,
+        }
+    }
+}
+
+/// The largest queue depth accepted (io_uring rings are sized from it).
+pub const MAX_QUEUE_DEPTH: usize = 4096;
+
+/// One read into caller-owned memory, for [`IoEngine::submit`].
+#[derive(Debug, Clone)]
+pub struct ReadOp {
+    /// The file to read.
+    pub file: IoFile,
+    /// File offset of the first byte.
+    pub offset: u64,
+    /// Bytes to read.
+    pub len: usize,
+    /// Where they go: valid for `len` bytes until the completion arrives.
+    /// Direct reads need it (and offset and len) aligned to
+    /// [`IoFile::alignment`]; unaligned requests still work, buffered.
+    pub dest: *mut u8,
+    /// Scheduling priority.
+    pub priority: Priority,
+    /// Echoed in the completion.
+    pub user_data: u64,
+}
+
+// SAFETY: `dest` is only written by the engine, under the contract of
+// `IoEngine::submit`.
+unsafe impl Send for ReadOp {}
+
+/// The outcome of one [`ReadOp`], delivered exactly once.
+#[derive(Debug)]
+pub struct ReadCompletion {
+    /// The op's `user_data`.
+    pub user_data: u64,
+    /// Bytes read (less than asked only at the end of the file), or why not.
+    pub result: Result<usize, IoError>,
+}
+
+/// A requested range's bytes inside a shared, coalesced read buffer.
+#[derive(Clone)]
+pub struct ReadSlice {
+    buf: Arc<AlignedBuf>,
+    start: usize,
+    len: usize,
+}
+
+impl ReadSlice {
+    /// The buffer of the whole coalesced read this slice is part of.
+    pub fn run_buffer(&self) -> &Arc<AlignedBuf> {
+        &self.buf
+    }
+}
+
+impl std::ops::Deref for ReadSlice {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+}
+
+impl std::fmt::Debug for ReadSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ReadSlice({} bytes)", self.len)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resolved {
+    Uring,
+    Threads,
+}
+
+struct Worker {
+    inbox: Arc<worker::Inbox>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The I/O engine. `Send + Sync`: share it behind an `Arc`. Dropping it
+/// waits for every submitted read to complete (so no read lands in memory
+/// after its owner could have freed it).
+pub struct IoEngine {
+    cfg: IoConfig,
+    kind: Resolved,
+    workers: Mutex<HashMap<u64, Worker>>,
+    counters: Arc<Counters>,
+    regions: Arc<worker::Regions>,
+}
+
+/// What the engine has done so far (all devices together).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Read attempts that finished (a continued short read counts twice).
+    pub reads: u64,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Attempts that returned fewer bytes than asked (and were continued,
+    /// or were the end of the file).
+    pub short_reads: u64,
+    /// EINTR/EAGAIN answers that were retried.
+    pub retries: u64,
+    /// io_uring reads into registered memory (see
+    /// [`IoEngine::register_memory`]).
+    pub fixed_buffer_reads: u64,
+    /// io_uring reads through a registered file.
+    pub fixed_file_reads: u64,
+    /// `io_uring_enter` calls (submissions and waits together).
+    pub enters: u64,
+}
+
+impl IoEngine {
+    /// Creates an engine. Device workers start on first use.
+    pub fn new(mut cfg: IoConfig) -> Result<IoEngine, IoError> {
+        cfg.queue_depth = cfg.queue_depth.clamp(1, MAX_QUEUE_DEPTH);
+        cfg.max_read = cfg.max_read.max(1);
+        let env = std::env::var("GPUSTREAM_IO").unwrap_or_default();
+        let kind = match cfg.backend {
+            BackendKind::Threads => Resolved::Threads,
+            BackendKind::IoUring => {
+                backend::uring_available().map_err(|source| IoError::Backend {
+                    backend: "io_uring",
+                    source,
+                })?;
+                Resolved::Uring
+            }
+            BackendKind::Auto if env == "threads" => Resolved::Threads,
+            BackendKind::Auto => match backend::uring_available() {
+                Ok(()) => Resolved::Uring,
+                Err(e) => {
+                    eprintln!("gpustream: io_uring unavailable ({e}), reading with a thread pool");
+                    Resolved::Threads
+                }
+            },
+        };
+        Ok(IoEngine {
+            cfg,
+            kind,
+            workers: Mutex::new(HashMap::new()),
+            counters: Arc::default(),
+            regions: Arc::default(),
+        })
+    }
+
+    /// Counters since the engine was created.
+    pub fn stats(&self) -> IoStats {
+        let c = &self.counters;
+        IoStats {
+            reads: c.reads.load(Relaxed),
+            bytes: c.bytes.load(Relaxed),
+            short_reads: c.short_reads.load(Relaxed),
+            retries: c.retries.load(Relaxed),
+            fixed_buffer_reads: c.fixed_buffer_reads.load(Relaxed),
+            fixed_file_reads: c.fixed_file_reads.load(Relaxed),
+            enters: c.enters.load(Relaxed),
+        }
+    }
+
+    /// Registers `len` bytes at `ptr` (the runtime's staging memory) with
+    /// every io_uring of this engine, so reads landing inside it skip the
+    /// kernel's per-read page pinning (`IORING_OP_READ_FIXED`). Takes effect
+    /// for reads submitted after this call; where the kernel refuses
+    /// (memlock limit) reads simply stay plain. The thread-pool backend
+    /// ignores it.
+    ///
+    /// # Safety
+    /// The memory must stay mapped at this address until
+    /// [`IoEngine::unregister_memory`] is called for it or the engine is
+    /// dropped: the kernel pins the pages it sees now, and reads into the
+    /// range would land in those pages even if the range were remapped.
+    pub unsafe fn register_memory(&self, ptr: *mut u8, len: usize) {
+        if ptr.is_null() || len == 0 {
+            return;
+        }
+        let mut l = self.regions.list.lock().unwrap_or_else(|e| e.into_inner());
+        l.retain(|&(s, _)| s != ptr as usize);
+        l.push((ptr as usize, len));
+        self.regions.generation.fetch_add(1, Relaxed);
+        drop(l);
+        self.poke_workers();
+    }
+
+    /// Forgets memory registered with [`IoEngine::register_memory`] at
+    /// `ptr`. Reads submitted afterwards into it are plain reads.
+    pub fn unregister_memory(&self, ptr: *mut u8) {
+        let mut l = self.regions.list.lock().unwrap_or_else(|e| e.into_inner());
+        l.retain(|&(s, _)| s != ptr as usize);
+        self.regions.generation.fetch_add(1, Relaxed);
+        drop(l);
+        self.poke_workers();
+    }
+
+    fn poke_workers(&self) {
+        let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        for w in workers.values() {
+            w.inbox.push(std::iter::empty());
+        }
+    }
+
+    /// The configuration in effect (queue depth clamped to 1..=4096).
+    pub fn config(&self) -> &IoConfig {
+        &self.cfg
+    }
+
+    /// `io_uring` or `threads`, with `+faults` when the injector is on.
+    pub fn backend_name(&self) -> &'static str {
+        match (self.kind, self.cfg.fault.is_some()) {
+            (Resolved::Uring, false) => "io_uring",
+            (Resolved::Uring, true) => "io_uring+faults",
+            (Resolved::Threads, false) => "threads",
+            (Resolved::Threads, true) => "threads+faults",
+        }
+    }
+
+    /// Opens a file for reading: O_DIRECT unless `mode` is
+    /// [`OpenMode::Buffered`] or the filesystem refuses it or keeps files in
+    /// memory (tmpfs), in which case it is read buffered and a one-line
+    /// notice is printed once per filesystem.
+    pub fn open(&self, path: impl AsRef<Path>, mode: OpenMode) -> Result<IoFile, IoError> {
+        IoFile::open(path.as_ref(), mode)
+    }
+
+    fn make_backend(&self) -> Box<dyn Backend> {
+        let qd = self.cfg.queue_depth;
+        let threads = || -> Box<dyn Backend> {
+            match backend::threads::ThreadsBackend::new(qd) {
+                Ok(b) => Box::new(b),
+                // The pool may get fewer threads than asked; one always
+                // exists in practice. Retry small rather than fail reads.
+                Err(_) => Box::new(
+                    backend::threads::ThreadsBackend::new(1)
+                        .expect("spawning one I/O thread failed"),
+                ),
+            }
+        };
+        let b: Box<dyn Backend> = match self.kind {
+            Resolved::Threads => threads(),
+            Resolved::Uring => {
+                match backend::uring::UringBackend::new(qd, self.counters.clone()) {
+                    Ok(b) => Box::new(b),
+                    Err(e) => {
+                        eprintln!("gpustream: creating an io_uring failed ({e}), reading with a thread pool");
+                        threads()
+                    }
+                }
+            }
+        };
+        match self.cfg.fault {
+            Some(f) => Box::new(fault::FaultBackend::new(b, f)),
+            None => b,
+        }
+    }
+
+    /// Queues reads into caller-owned memory. Each op's completion is sent
+    /// on `done` exactly once: its byte count (less than `len` only where
+    /// the file ends) or an [`IoError`] naming file, offset and length. Ops
+    /// go to their device's worker, which orders them by priority and
+    /// physical position; they may complete in any order.
+    ///
+    /// # Safety
+    /// For every op, `dest` must be valid for writes of `len` bytes, and
+    /// neither read nor written by anyone else, from this call until that
+    /// op's completion has been received from `done` (or until the engine
+    /// is dropped, which waits for all reads). Ops must not overlap each
+    /// other's destinations.
+    pub unsafe fn submit(&self, ops: Vec<ReadOp>, done: Sender<ReadCompletion>) {
+        let mut by_dev: HashMap<u64, Vec<(ReadOp, Sender<ReadCompletion>)>> = HashMap::new();
+        for op in ops {
+            by_dev
+                .entry(op.file.device().dev)
+                .or_default()
+                .push((op, done.clone()));
+        }
+        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        for (dev, ops) in by_dev {
+            let w = workers.entry(dev).or_insert_with(|| {
+                let b = self.make_backend();
+                let inbox = Arc::new(worker::Inbox::new(
+                    b.waker(),
+                    self.counters.clone(),
+                    self.regions.clone(),
+                ));
+                let ib = inbox.clone();
+                let (qd, sort) = (self.cfg.queue_depth, self.cfg.sort_by_position);
+                let thread = std::thread::Builder::new()
+                    .name(format!("gpustream-io-{dev:x}"))
+                    .spawn(move || worker::run(ib, b, qd, sort))
+                    .ok();
+                Worker { inbox, thread }
+            });
+            if w.thread.is_none() {
+                for (op, d) in ops {
+                    let _ = d.send(ReadCompletion {
+                        user_data: op.user_data,
+                        result: Err(IoError::EngineStopped {
+                            path: op.file.path().to_path_buf(),
+                            offset: op.offset,
+                            len: op.len,
+                        }),
+                    });
+                }
+                continue;
+            }
+            w.inbox.push(ops);
+        }
+    }
+
+    /// Reads each `(offset, len)` range of `file` into engine-owned memory:
+    /// ranges are coalesced by [`plan_reads`] (bounded by `max_read` and
+    /// `max_overread`), each run is read once, aligned for O_DIRECT, and
+    /// every range gets its slice of it. A slice is shorter than asked
+    /// where the file ends. Blocks until all ranges are done.
+    pub fn read_ranges(
+        &self,
+        file: &IoFile,
+        ranges: &[(u64, usize)],
+        priority: Priority,
+    ) -> Vec<Result<ReadSlice, IoError>> {
+        let runs = plan_reads(ranges, self.cfg.max_read, self.cfg.max_overread);
+        let align = file.alignment();
+        let mut bufs = Vec::with_capacity(runs.len());
+        let mut ops = Vec::with_capacity(runs.len());
+        let mut placed = Vec::with_capacity(runs.len());
+        for (i, run) in runs.iter().enumerate() {
+            let (aoff, alen, skip) = align_range(run.offset, run.len, align);
+            let mut buf = AlignedBuf::with_alignment(alen, align.max(DEFAULT_BUF_ALIGN));
+            ops.push(ReadOp {
+                file: file.clone(),
+                offset: aoff,
+                len: alen,
+                dest: buf.as_mut_ptr(),
+                priority,
+                user_data: i as u64,
+            });
+            bufs.push(Some(buf));
+            placed.push(skip);
+        }
+        let (tx, rx) = channel::unbounded();
+        let n = ops.len();
+        // SAFETY: each op writes only its own buffer in `bufs`, which is
+        // neither touched nor dropped until its completion arrives below.
+        unsafe { self.submit(ops, tx) };
+        let mut results: Vec<Option<Result<ReadSlice, IoError>>> =
+            (0..ranges.len()).map(|_| None).collect();
+        for _ in 0..n {
+            let Ok(c) = rx.recv() else { break };
+            let i = c.user_data as usize;
+            let run = &runs[i];
+            let buf = Arc::new(bufs[i].take().expect("one completion per run"));
+            for p in &run.parts {
+                let (off, len) = ranges[p.index];
+                results[p.index] = Some(match &c.result {
+                    Ok(got) => {
+                        let start = placed[i] + p.offset_in_run;
+                        let avail = got.saturating_sub(start).min(len);
+                        Ok(ReadSlice {
+                            buf: buf.clone(),
+                            start,
+                            len: avail,
+                        })
+                    }
+                    Err(e) => Err(e.for_range(off, len)),
+                });
+            }
+        }
+        results
+            .into_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                r.unwrap_or_else(|| {
+                    Err(IoError::EngineStopped {
+                        path: file.path().to_path_buf(),
+                        offset: ranges[i].0,
+                        len: ranges[i].1,
+                    })
+                })
+            })
+            .collect()
+    }
+
+    /// Reads `len` bytes at `offset` (fewer where the file ends) into a
+    /// fresh buffer: the simplest safe entry point.
+    pub fn read_at(&self, file: &IoFile, offset: u64, len: usize) -> Result<ReadSlice, IoError> {
+        self.read_ranges(file, &[(offset, len)], Priority::Normal)
+            .pop()
+            .expect("one range in, one result out")
+    }
+}
+
+impl Drop for IoEngine {
+    fn drop(&mut self) {
+        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        for w in workers.values() {
+            w.inbox.shutdown();
+        }
+        for (_, mut w) in workers.drain() {
+            if let Some(t) = w.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_traits() {
+    fn ss<T: Send + Sync>() {}
+    ss::<IoEngine>();
+    ss::<IoFile>();
+}

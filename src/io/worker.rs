@@ -1,0 +1,321 @@
+//! One worker thread per physical device: it owns that device's backend
+//! (one io_uring ring or one pread pool) and scheduler, keeps up to the
+//! queue depth of reads in flight, continues short reads, retries
+//! interrupted ones and completes every request exactly once.
+//!
+//! Because every read to a disk goes through its one worker, reads to two
+//! partitions of the same disk are ordered together and each request is
+//! issued whole (seed 001), while different disks proceed in parallel.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crossbeam::channel::Sender;
+
+use super::backend::{Backend, Counters, RawRead, RawResult, Waker, MAX_ATTEMPT};
+use super::fault::mix;
+use super::sched::{Queued, Scheduler};
+use super::{IoError, ReadCompletion, ReadOp};
+
+/// EINTR/EAGAIN answers tolerated per request before it fails.
+pub(crate) const MAX_RETRIES: u32 = 64;
+
+pub(crate) struct Inbox {
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) regions: Arc<Regions>,
+    state: Mutex<InboxState>,
+    wake_pending: AtomicBool,
+    waker: Waker,
+}
+
+#[derive(Default)]
+struct InboxState {
+    ops: Vec<(ReadOp, Sender<ReadCompletion>)>,
+    shutdown: bool,
+}
+
+/// Memory the caller registered for fixed-buffer reads, with a generation
+/// number the workers compare to pick up changes.
+#[derive(Default)]
+pub(crate) struct Regions {
+    pub(crate) list: Mutex<Vec<(usize, usize)>>,
+    pub(crate) generation: std::sync::atomic::AtomicU64,
+}
+
+impl Inbox {
+    pub(crate) fn new(waker: Waker, counters: Arc<Counters>, regions: Arc<Regions>) -> Inbox {
+        Inbox {
+            counters,
+            regions,
+            state: Mutex::new(InboxState::default()),
+            wake_pending: AtomicBool::new(false),
+            waker,
+        }
+    }
+
+    pub(crate) fn push(&self, ops: impl IntoIterator<Item = (ReadOp, Sender<ReadCompletion>)>) {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .ops
+            .extend(ops);
+        self.wake();
+    }
+
+    pub(crate) fn shutdown(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .shutdown = true;
+        self.wake();
+    }
+
+    fn wake(&self) {
+        // One wake-up per batch: the worker clears the flag before it looks
+        // at the inbox, so nothing queued after that is missed.
+        if !self.wake_pending.swap(true, Ordering::AcqRel) {
+            (self.waker)();
+        }
+    }
+}
+
+struct InFlight {
+    q: Queued,
+    done: usize,
+    retries: u32,
+    attempt_len: usize,
+    attempt_direct: bool,
+}
+
+pub(crate) fn run(
+    inbox: Arc<Inbox>,
+    mut backend: Box<dyn Backend>,
+    queue_depth: usize,
+    sort: bool,
+) {
+    let mut sched = Scheduler::new(sort);
+    let mut slots: Vec<Option<InFlight>> = Vec::new();
+    let mut free: Vec<usize> = Vec::new();
+    let mut events: Vec<(u64, RawResult)> = Vec::new();
+    let mut generation = 0u64;
+    let c = inbox.counters.clone();
+    loop {
+        inbox.wake_pending.store(false, Ordering::Release);
+        let g = inbox.regions.generation.load(Ordering::Acquire);
+        if g != generation {
+            generation = g;
+            let list = inbox
+                .regions
+                .list
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            backend.set_buffers(&list);
+        }
+        let (new_ops, shutdown) = {
+            let mut st = inbox.state.lock().unwrap_or_else(|e| e.into_inner());
+            (std::mem::take(&mut st.ops), st.shutdown)
+        };
+        for (op, done) in new_ops {
+            match validate(&op) {
+                Ok(true) => sched.push(op, done),
+                Ok(false) => complete(&op, &done, Ok(0)),
+                Err(e) => complete(&op, &done, Err(e)),
+            }
+        }
+        while backend.in_flight() < queue_depth {
+            let Some(q) = sched.pop() else { break };
+            let slot = free.pop().unwrap_or_else(|| {
+                slots.push(None);
+                slots.len() - 1
+            });
+            let f = InFlight {
+                q,
+                done: 0,
+                retries: 0,
+                attempt_len: 0,
+                attempt_direct: false,
+            };
+            if let Some(f) = start(&mut *backend, slot, f) {
+                slots[slot] = Some(f);
+            } else {
+                free.push(slot);
+            }
+        }
+        if shutdown && sched.is_empty() && backend.in_flight() == 0 {
+            return;
+        }
+        backend.reap(true, &mut events);
+        for (tag, res) in events.drain(..) {
+            let slot = tag as usize;
+            let Some(f) = slots.get_mut(slot).and_then(Option::take) else {
+                continue;
+            };
+            match res {
+                Ok(n) => {
+                    c.bytes.fetch_add(n as u64, Ordering::Relaxed);
+                    if n > 0 && n < f.attempt_len {
+                        c.short_reads.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Err(libc::EINTR) | Err(libc::EAGAIN) => {
+                    c.retries.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(_) => {}
+            }
+            c.reads.fetch_add(1, Ordering::Relaxed);
+            if let Some(f) = finish_attempt(&mut *backend, slot, f, res) {
+                slots[slot] = Some(f);
+            } else {
+                free.push(slot);
+            }
+        }
+    }
+}
+
+/// Ok(true): queue it; Ok(false): nothing to read (len 0).
+fn validate(op: &ReadOp) -> Result<bool, IoError> {
+    let invalid = |reason| IoError::InvalidRange {
+        path: op.file.path().to_path_buf(),
+        offset: op.offset,
+        len: op.len,
+        reason,
+    };
+    if op.len == 0 {
+        return Ok(false);
+    }
+    if op.dest.is_null() {
+        return Err(invalid("null destination"));
+    }
+    if op
+        .offset
+        .checked_add(op.len as u64)
+        .is_none_or(|e| e > i64::MAX as u64)
+    {
+        return Err(invalid("the range ends past the largest file offset"));
+    }
+    Ok(true)
+}
+
+fn complete(op: &ReadOp, done: &Sender<ReadCompletion>, result: Result<usize, IoError>) {
+    // A caller that dropped its receiver no longer wants the answer.
+    let _ = done.send(ReadCompletion {
+        user_data: op.user_data,
+        result,
+    });
+}
+
+/// Issues the next attempt of `f`; None when it completed instead.
+fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFlight> {
+    let op = &f.q.op;
+    let file = &op.file;
+    let off = op.offset + f.done as u64;
+    let left = op.len - f.done;
+    // SAFETY: done < len, and the caller promised dest..dest+len.
+    let dest = unsafe { op.dest.add(f.done) };
+    let a = file.inner.alignment;
+    let direct =
+        file.is_direct() && off % a as u64 == 0 && left % a == 0 && (dest as usize) % a == 0;
+    let fd = if direct {
+        file.direct_fd()
+    } else {
+        match file.buffered_fd() {
+            Ok(fd) => fd,
+            Err(errno) => {
+                let e = IoError::Read {
+                    path: file.path().to_path_buf(),
+                    offset: op.offset,
+                    len: op.len,
+                    done: f.done,
+                    source: std::io::Error::from_raw_os_error(errno),
+                };
+                complete(op, &f.q.done, Err(e));
+                return None;
+            }
+        }
+    };
+    let len = left.min(MAX_ATTEMPT);
+    f.attempt_len = len;
+    f.attempt_direct = direct;
+    let read = RawRead {
+        fd,
+        fd_key: file.id() * 2 + u64::from(!direct),
+        offset: off,
+        len: len as u32,
+        align: if direct { a as u32 } else { 1 },
+        dest,
+        tag: slot as u64,
+        ident: mix(op.user_data ^ mix(off ^ mix(left as u64 ^ mix(f.retries as u64)))),
+    };
+    // SAFETY: the op (and its IoFile, keeping fd open) stays in the slot
+    // until this attempt's completion is reaped; the caller of submit
+    // guaranteed dest stays valid until the request completes.
+    unsafe { backend.push(read) };
+    Some(f)
+}
+
+/// Applies one attempt's result; Some when the request needs another.
+fn finish_attempt(
+    backend: &mut dyn Backend,
+    slot: usize,
+    mut f: InFlight,
+    res: RawResult,
+) -> Option<InFlight> {
+    let op = &f.q.op;
+    match res {
+        Ok(0) => {
+            // End of file: the bytes that exist are the answer.
+            complete(op, &f.q.done, Ok(f.done));
+            return None;
+        }
+        Ok(n) => {
+            f.done += n.min(f.attempt_len);
+            if f.done >= op.len {
+                complete(op, &f.q.done, Ok(op.len));
+                return None;
+            }
+        }
+        Err(libc::EINTR) | Err(libc::EAGAIN) | Err(libc::EINVAL) if f.retries < MAX_RETRIES => {
+            if res == Err(libc::EINVAL) {
+                if !f.attempt_direct {
+                    return fail(f, libc::EINVAL);
+                }
+                // The filesystem took O_DIRECT at open but refuses the
+                // read: continue through the page cache.
+                op.file.refuse_direct();
+            }
+            f.retries += 1;
+        }
+        Err(libc::EINTR) | Err(libc::EAGAIN) => {
+            let e = IoError::RetriesExhausted {
+                path: op.file.path().to_path_buf(),
+                offset: op.offset,
+                len: op.len,
+                attempts: f.retries + 1,
+            };
+            complete(op, &f.q.done, Err(e));
+            return None;
+        }
+        Err(errno) => return fail(f, errno),
+    }
+    start(backend, slot, f)
+}
+
+fn fail(f: InFlight, errno: i32) -> Option<InFlight> {
+    let op = &f.q.op;
+    let e = IoError::Read {
+        path: op.file.path().to_path_buf(),
+        offset: op.offset,
+        len: op.len,
+        done: f.done,
+        source: std::io::Error::from_raw_os_error(errno),
+    };
+    complete(op, &f.q.done, Err(e));
+    None
+}
+
+#[allow(dead_code)]
+fn _assert_send() {
+    fn s<T: Send>() {}
+    s::<Queued>();
+}

@@ -1,0 +1,338 @@
+//! The engine on real files, on both backends: missing files, directories,
+//! tmpfs fallback, unaligned ranges, reads past the end, coalesced range
+//! reads, and a file truncated while its reads are in flight.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crossbeam::channel;
+use gpustream::io::{
+    align_range, AlignedBuf, BackendKind, IoConfig, IoEngine, IoError, OpenMode, Priority, ReadOp,
+};
+
+fn content(i: usize) -> u8 {
+    ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as u8 ^ (i as u8)
+}
+
+fn write_file(path: &Path, len: usize) {
+    let data: Vec<u8> = (0..len).map(content).collect();
+    let mut f = std::fs::File::create(path).unwrap();
+    f.write_all(&data).unwrap();
+    f.sync_all().unwrap();
+}
+
+fn engines() -> Vec<IoEngine> {
+    let mut v = vec![IoEngine::new(IoConfig {
+        backend: BackendKind::Threads,
+        ..IoConfig::default()
+    })
+    .unwrap()];
+    match IoEngine::new(IoConfig {
+        backend: BackendKind::IoUring,
+        ..IoConfig::default()
+    }) {
+        Ok(e) => v.push(e),
+        Err(e) => eprintln!("!!! io_uring unavailable ({e}): only the thread pool is tested !!!"),
+    }
+    v
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+#[test]
+fn missing_file_is_a_typed_error_naming_the_path() {
+    for e in engines() {
+        let p = PathBuf::from("/nonexistent/gpustream/missing.gspk");
+        match e.open(&p, OpenMode::Auto) {
+            Err(IoError::Open { path, source }) => {
+                assert_eq!(path, p);
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("expected Open error, got {other:?}"),
+        }
+        let msg = e.open(&p, OpenMode::Buffered).unwrap_err().to_string();
+        assert!(msg.contains("missing.gspk"), "{msg}");
+    }
+}
+
+#[test]
+fn a_directory_is_not_a_file() {
+    let d = tmp();
+    let e = IoEngine::new(IoConfig::default()).unwrap();
+    assert!(matches!(
+        e.open(d.path(), OpenMode::Auto),
+        Err(IoError::NotAFile { .. })
+    ));
+}
+
+#[test]
+fn unreadable_file_is_an_open_error() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tmp();
+    let p = d.path().join("secret.bin");
+    write_file(&p, 100);
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let e = IoEngine::new(IoConfig::default()).unwrap();
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!("!!! running as root, which bypasses permissions: permission check skipped !!!");
+        return;
+    }
+    match e.open(&p, OpenMode::Auto) {
+        Err(IoError::Open { source, .. }) => {
+            assert_eq!(source.kind(), std::io::ErrorKind::PermissionDenied)
+        }
+        other => panic!("expected a permission error, got {other:?}"),
+    }
+}
+
+#[test]
+fn direct_file_reads_aligned_unaligned_and_past_eof() {
+    let d = tmp();
+    let p = d.path().join("data.bin");
+    let len = 3 * 65536 + 1000;
+    write_file(&p, len);
+    for e in engines() {
+        let f = e.open(&p, OpenMode::Auto).unwrap();
+        assert_eq!(f.len(), len as u64);
+        if f.is_direct() {
+            assert!(f.alignment().is_power_of_two() && f.alignment() >= 512);
+        } else {
+            eprintln!("note: {} is not on an O_DIRECT filesystem", p.display());
+        }
+        let ranges = [
+            (0u64, 4096usize),
+            (1, 10),
+            (4095, 2),
+            (65536 + 17, 70_000),
+            (len as u64 - 10, 100), // crosses the end: 10 bytes
+            (len as u64 + 5, 10),   // past the end: 0 bytes
+            (7, 0),
+        ];
+        let out = e.read_ranges(&f, &ranges, Priority::High);
+        for (&(off, l), r) in ranges.iter().zip(&out) {
+            let s = r.as_ref().unwrap();
+            let want = (len as u64).saturating_sub(off).min(l as u64) as usize;
+            assert_eq!(s.len(), want, "range ({off}, {l})");
+            for (k, &b) in s.iter().enumerate() {
+                assert_eq!(b, content(off as usize + k), "range ({off}, {l}) byte {k}");
+            }
+        }
+        // An unaligned destination through the raw API still reads right.
+        let mut buf = AlignedBuf::new(8192);
+        let (tx, rx) = channel::unbounded();
+        let op = ReadOp {
+            file: f.clone(),
+            offset: 4096,
+            len: 4096,
+            // SAFETY: 3 + 4096 <= 8192.
+            dest: unsafe { buf.as_mut_ptr().add(3) },
+            priority: Priority::Normal,
+            user_data: 9,
+        };
+        // SAFETY: buf outlives the completion received below.
+        unsafe { e.submit(vec![op], tx) };
+        let c = rx.recv().unwrap();
+        assert_eq!(c.user_data, 9);
+        assert_eq!(c.result.unwrap(), 4096);
+        assert!((0..4096).all(|k| buf[3 + k] == content(4096 + k)));
+        assert!(buf[..3].iter().all(|&b| b == 0) && buf[4099..].iter().all(|&b| b == 0));
+    }
+}
+
+#[test]
+fn aligned_reads_stay_direct_and_report_eof_counts() {
+    let d = tmp();
+    let p = d.path().join("tail.bin");
+    let len = 10_000;
+    write_file(&p, len);
+    let e = IoEngine::new(IoConfig::default()).unwrap();
+    let f = e.open(&p, OpenMode::Direct).unwrap();
+    let a = f.alignment();
+    let (off, alen, skip) = align_range(9000, 1000, a);
+    assert_eq!(off + skip as u64, 9000);
+    let s = e.read_at(&f, off, alen).unwrap();
+    assert_eq!(s.len(), len - off as usize);
+    assert_eq!(
+        &s[skip..skip + 1000],
+        &(9000..10_000).map(content).collect::<Vec<_>>()[..]
+    );
+}
+
+#[test]
+fn tmpfs_falls_back_to_buffered() {
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("!!! no /dev/shm here: tmpfs fallback not tested !!!");
+        return;
+    }
+    let d = tempfile::tempdir_in(shm).unwrap();
+    let p = d.path().join("in-memory.bin");
+    write_file(&p, 50_000);
+    for e in engines() {
+        let f = e.open(&p, OpenMode::Direct).unwrap();
+        assert!(!f.is_direct(), "tmpfs must be read buffered");
+        assert_eq!(f.alignment(), 1);
+        let s = e.read_at(&f, 123, 4567).unwrap();
+        assert_eq!(s.len(), 4567);
+        assert!(s.iter().enumerate().all(|(k, &b)| b == content(123 + k)));
+    }
+}
+
+#[test]
+fn buffered_mode_is_honoured() {
+    let d = tmp();
+    let p = d.path().join("b.bin");
+    write_file(&p, 5000);
+    let e = IoEngine::new(IoConfig::default()).unwrap();
+    let f = e.open(&p, OpenMode::Buffered).unwrap();
+    assert!(!f.is_direct());
+    assert_eq!(f.alignment(), 1);
+    assert_eq!(
+        &*e.read_at(&f, 4990, 100).unwrap(),
+        &(4990..5000).map(content).collect::<Vec<_>>()[..]
+    );
+}
+
+#[test]
+fn truncation_while_reads_are_in_flight() {
+    let d = tmp();
+    let p = d.path().join("shrinking.bin");
+    let len: usize = 32 << 20;
+    let keep: usize = 1 << 20;
+    write_file(&p, len);
+    for e in engines() {
+        write_file(&p, len);
+        let f = e.open(&p, OpenMode::Auto).unwrap();
+        let n = 256;
+        let chunk = len / n;
+        let mut buf = AlignedBuf::new(len);
+        let base = buf.as_mut_ptr();
+        let ops: Vec<ReadOp> = (0..n)
+            .map(|i| ReadOp {
+                file: f.clone(),
+                offset: (i * chunk) as u64,
+                len: chunk,
+                // SAFETY: i * chunk + chunk <= len.
+                dest: unsafe { base.add(i * chunk) },
+                priority: Priority::Normal,
+                user_data: i as u64,
+            })
+            .collect();
+        let (tx, rx) = channel::unbounded();
+        // SAFETY: buf outlives all completions, received below.
+        unsafe { e.submit(ops, tx) };
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(keep as u64)
+            .unwrap();
+        let mut seen = vec![false; n];
+        for _ in 0..n {
+            let c = rx
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("a read hung");
+            let i = c.user_data as usize;
+            assert!(
+                !std::mem::replace(&mut seen[i], true),
+                "request {i} completed twice"
+            );
+            let got = c
+                .result
+                .expect("truncation is not an error: reads return what exists");
+            assert!(got <= chunk);
+            let start = i * chunk;
+            // Whatever arrived below the kept size is the file's content;
+            // bytes above it may be the old data or nothing.
+            for k in 0..got.min(keep.saturating_sub(start)) {
+                assert_eq!(buf[start + k], content(start + k));
+            }
+            if start >= keep {
+                // Either read before the truncation (old bytes) or after
+                // (nothing); never something else.
+                for k in 0..got {
+                    assert_eq!(buf[start + k], content(start + k));
+                }
+            }
+        }
+        assert!(rx.try_recv().is_err());
+    }
+}
+
+#[test]
+fn engine_drop_waits_for_submitted_reads() {
+    let d = tmp();
+    let p = d.path().join("drop.bin");
+    write_file(&p, 4 << 20);
+    for e in engines() {
+        let f = e.open(&p, OpenMode::Auto).unwrap();
+        let mut buf = AlignedBuf::new(4 << 20);
+        let (tx, rx) = channel::unbounded();
+        let ops: Vec<ReadOp> = (0..64)
+            .map(|i| ReadOp {
+                file: f.clone(),
+                offset: i * 65536,
+                len: 65536,
+                // SAFETY: in bounds.
+                dest: unsafe { buf.as_mut_ptr().add(i as usize * 65536) },
+                priority: Priority::Low,
+                user_data: i,
+            })
+            .collect();
+        // SAFETY: buf outlives the engine, which waits for the reads.
+        unsafe { e.submit(ops, tx) };
+        drop(e);
+        assert_eq!(rx.try_iter().count(), 64);
+        assert!((0..4 << 20).all(|k| buf[k] == content(k)));
+    }
+}
+
+#[test]
+fn registered_memory_and_files_are_used_by_io_uring() {
+    let Ok(e) = IoEngine::new(IoConfig {
+        backend: BackendKind::IoUring,
+        ..IoConfig::default()
+    }) else {
+        eprintln!("!!! io_uring unavailable: registered buffers not tested !!!");
+        return;
+    };
+    let d = tmp();
+    let p = d.path().join("fixed.bin");
+    write_file(&p, 1 << 20);
+    let f = e.open(&p, OpenMode::Auto).unwrap();
+    let mut staging = AlignedBuf::new(1 << 20);
+    let base = staging.as_mut_ptr();
+    // SAFETY: staging outlives the engine's use of it (unregistered below,
+    // before it is dropped).
+    unsafe { e.register_memory(base, staging.len()) };
+    let (tx, rx) = channel::unbounded();
+    let ops: Vec<ReadOp> = (0..16)
+        .map(|i| ReadOp {
+            file: f.clone(),
+            offset: i * 65536,
+            len: 65536,
+            // SAFETY: in bounds.
+            dest: unsafe { base.add(i as usize * 65536) },
+            priority: Priority::Normal,
+            user_data: i,
+        })
+        .collect();
+    // SAFETY: staging outlives the completions received below.
+    unsafe { e.submit(ops, tx) };
+    for _ in 0..16 {
+        assert_eq!(rx.recv().unwrap().result.unwrap(), 65536);
+    }
+    assert!((0..1 << 20).all(|k| staging[k] == content(k)));
+    let s = e.stats();
+    assert_eq!(s.bytes, 1 << 20);
+    assert!(s.reads >= 16);
+    if s.fixed_buffer_reads == 0 {
+        eprintln!("note: the kernel refused to register the buffer (memlock limit?)");
+    }
+    assert!(s.fixed_file_reads >= 16, "{s:?}");
+    e.unregister_memory(base);
+    drop(e);
+}
