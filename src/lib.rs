@@ -12,6 +12,7 @@
 #![warn(missing_docs)]
 
 pub mod codec;
+pub mod decode;
 pub mod gpu;
 
 pub use codec::{Codec, CodecError, MAX_BLOCK_SIZE};

@@ -1,0 +1,10 @@
+//! GPU decoders: compute pipelines that decode blocks straight from staging
+//! memory into GPU buffers.
+
+pub mod lz4_decode;
+
+pub use crate::decode::{Lz4BlockDesc, Lz4Status};
+pub use lz4_decode::{
+    decode_blocks_on_gpu, validate_descs, Lz4DecodePath, Lz4DecodePipeline, Lz4EncodeError,
+    Lz4PipelineError,
+};
