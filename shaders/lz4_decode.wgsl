@@ -374,8 +374,18 @@ fn lz4_decode(
         // The cooperative pass: whole words [lit_start / 4, end / 4).
         let first_word = seq.lit_start >> 2u;
         let end_word = seq.end >> 2u;
-        for (var w = first_word + lane; w < end_word; w = w + WG) {
+        // Most passes are at most WG words: one `if`, no loop. (Loops are
+        // kept for long passes only: lavapipe caps the iterations of all
+        // loops of an invocation together at 65535.)
+        let words = end_word - first_word;
+        if (lane < words) {
+            let w = first_word + lane;
             output[phys_word(dst, w)] = sequence_word(dst, seq, w * 4u);
+        }
+        if (words > WG) {
+            for (var w = first_word + WG + lane; w < end_word; w = w + WG) {
+                output[phys_word(dst, w)] = sequence_word(dst, seq, w * 4u);
+            }
         }
         // The bytes of the partly filled last word stay pending.
         pending = sequence_tail(dst, seq, sg_lane);

@@ -117,9 +117,17 @@ impl Buffers<'_> {
 
     /// The portable `sequence_tail` of `shaders/lz4_tail_portable.wgsl`.
     fn sequence_tail(&self, dst: Layout, seq: Sequence) -> u32 {
+        let base = seq.end & !3;
+        let n = seq.end & 3;
         let mut tail = 0;
-        for pos in (seq.end & !3)..seq.end {
-            tail |= self.sequence_byte(dst, seq, pos) << ((pos & 3) * 8);
+        if n > 0 {
+            tail = self.sequence_byte(dst, seq, base);
+        }
+        if n > 1 {
+            tail |= self.sequence_byte(dst, seq, base + 1) << 8;
+        }
+        if n > 2 {
+            tail |= self.sequence_byte(dst, seq, base + 2) << 16;
         }
         tail
     }
@@ -287,7 +295,8 @@ pub fn lz4_decode(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> u32
             pending,
         };
 
-        // The cooperative pass; the shader's lanes split these words.
+        // The cooperative pass; the shader's lanes split these words (lane
+        // i takes words i, i + WG, ...).
         let first_word = seq.lit_start >> 2;
         let end_word = seq.end >> 2;
         for w in first_word..end_word {
@@ -362,7 +371,15 @@ mod tests {
 
     #[test]
     fn twin_matches_lz4_flex_on_valid_blocks() {
-        for (len, seed) in [(0, 1), (1, 2), (3, 3), (4, 4), (5, 5), (4097, 6), (65536, 7)] {
+        for (len, seed) in [
+            (0, 1),
+            (1, 2),
+            (3, 3),
+            (4, 4),
+            (5, 5),
+            (4097, 6),
+            (65536, 7),
+        ] {
             let src = sample(len, seed);
             let packed = lz4_flex::block::compress(&src);
             assert_eq!(decode_block(&packed, len).unwrap(), src, "len {len}");
@@ -376,7 +393,11 @@ mod tests {
             // literal run and one long overlapping match.
             let src: Vec<u8> = (0..5000).map(|i| (i % offset) as u8 * 37 + 1).collect();
             let packed = lz4_flex::block::compress(&src);
-            assert_eq!(decode_block(&packed, src.len()).unwrap(), src, "offset {offset}");
+            assert_eq!(
+                decode_block(&packed, src.len()).unwrap(),
+                src,
+                "offset {offset}"
+            );
         }
     }
 
@@ -388,12 +409,19 @@ mod tests {
             let mut out = vec![0u8; src.len()];
             let flex = lz4_flex::block::decompress_into(&packed[..cut], &mut out);
             let flex_ok = matches!(flex, Ok(n) if n == src.len());
-            assert_eq!(decode_block(&packed[..cut], src.len()).is_ok(), flex_ok, "cut {cut}");
+            assert_eq!(
+                decode_block(&packed[..cut], src.len()).is_ok(),
+                flex_ok,
+                "cut {cut}"
+            );
         }
         // Named errors.
         assert_eq!(decode_block(&[], 0), Err(Lz4Status::Truncated { at: 0 }));
         assert_eq!(decode_block(&[0x00], 0), Ok(vec![]));
-        assert_eq!(decode_block(&[0x10, 7], 0), Err(Lz4Status::OutputOverrun { at: 1 }));
+        assert_eq!(
+            decode_block(&[0x10, 7], 0),
+            Err(Lz4Status::OutputOverrun { at: 1 })
+        );
         assert_eq!(
             decode_block(&[0x10, 7, 0, 0], 5),
             Err(Lz4Status::ZeroOffset { at: 2 })
@@ -402,7 +430,10 @@ mod tests {
             decode_block(&[0x10, 7, 2, 0], 5),
             Err(Lz4Status::OffsetOutOfRange { at: 4 })
         );
-        assert_eq!(decode_block(&[0x10, 7], 2), Err(Lz4Status::ShortOutput { at: 2 }));
+        assert_eq!(
+            decode_block(&[0x10, 7], 2),
+            Err(Lz4Status::ShortOutput { at: 2 })
+        );
     }
 
     #[test]
@@ -419,9 +450,7 @@ mod tests {
         let bytes: &[u8] = bytemuck::cast_slice(&output);
         for (i, &b) in bytes.iter().enumerate() {
             let rel = i as i64 - 8;
-            let inside = rel >= 0
-                && (rel as u64) < desc.dst_extent().unwrap()
-                && (rel % 256) < 64;
+            let inside = rel >= 0 && (rel as u64) < desc.dst_extent().unwrap() && (rel % 256) < 64;
             if inside {
                 let logical = (rel / 256 * 64 + rel % 256) as usize;
                 assert_eq!(b, src[logical], "byte {i}");

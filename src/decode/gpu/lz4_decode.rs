@@ -391,7 +391,10 @@ pub fn validate_descs(
         if d.row_bytes != 0
             && (d.row_bytes % 4 != 0 || d.row_pitch % 4 != 0 || d.row_pitch < d.row_bytes)
         {
-            return bad(i, "row_bytes and row_pitch must be multiples of 4, pitch >= bytes");
+            return bad(
+                i,
+                "row_bytes and row_pitch must be multiples of 4, pitch >= bytes",
+            );
         }
         let extent = d.dst_extent().unwrap_or(u64::MAX);
         if d.dst_offset as u64 + extent > output_len {
@@ -401,7 +404,11 @@ pub fn validate_descs(
             continue;
         }
         if d.row_bytes == 0 {
-            spans.push((d.dst_offset as u64, d.dst_offset as u64 + d.dst_size as u64, i));
+            spans.push((
+                d.dst_offset as u64,
+                d.dst_offset as u64 + d.dst_size as u64,
+                i,
+            ));
         } else {
             let mut left = d.dst_size as u64;
             let mut start = d.dst_offset as u64;
@@ -622,7 +629,10 @@ mod tests {
         let other = Lz4BlockDesc::linear(0, 10, 96, 8);
         assert_eq!(
             validate_descs(&[ok, other], 10, 200),
-            Err(Lz4EncodeError::Overlap { first: 0, second: 1 })
+            Err(Lz4EncodeError::Overlap {
+                first: 0,
+                second: 1
+            })
         );
         // Rows of two blocks interleaving in each other's padding is fine.
         let a = Lz4BlockDesc::linear(0, 10, 0, 128).with_rows(64, 256);
