@@ -28,7 +28,8 @@
 //   Block output ranges are disjoint and start 4-byte aligned (rows too), so
 //   no other block can own the rest of that word: no race between blocks.
 //
-// Safety on malformed input: every loop is bounded by the block's sizes,
+// Safety on malformed input: every loop is bounded by the block's sizes
+// (a length extension stops once it exceeds the output left),
 // every read is checked against the block's input range and every write
 // against its output range before it happens. A malformed block stops at
 // the first error and reports it in its status word (code in the low 8
@@ -221,19 +222,27 @@ fn sequence_word(dst: Layout, seq: Sequence, p: u32) -> u32 {
 }
 
 // Reads an LZ4 length extension (bytes added while they are 255) starting
-// at *ip; returns the sum, or 0xffffffff when the input ends first.
-fn read_length_ext(ip: ptr<function, u32>, src_end: u32) -> u32 {
+// at *ip. Returns the sum, LEN_TRUNCATED when the input ends first, or
+// LEN_TOO_LONG as soon as the sum exceeds `limit` (the output left), which
+// bounds the loop by limit / 255 + 1 steps whatever the input holds.
+const LEN_TRUNCATED: u32 = 0xffffffffu;
+const LEN_TOO_LONG: u32 = 0xfffffffeu;
+
+fn read_length_ext(ip: ptr<function, u32>, src_end: u32, limit: u32) -> u32 {
     var sum = 0u;
-    // Each step consumes one input byte, so src_end bounds the loop.
     loop {
         if (*ip >= src_end) {
-            sum = 0xffffffffu;
+            sum = LEN_TRUNCATED;
             break;
         }
         let b = input_byte(*ip);
         *ip = *ip + 1u;
         sum = sum + b;
         if (b != 255u) {
+            break;
+        }
+        if (sum > limit) {
+            sum = LEN_TOO_LONG;
             break;
         }
     }
@@ -308,9 +317,14 @@ fn lz4_decode(
 
         var lit_len = token >> 4u;
         if (lit_len == 15u) {
-            let ext = read_length_ext(&ip, src_end);
-            if (ext == 0xffffffffu) {
+            let ext = read_length_ext(&ip, src_end, dst_size - op);
+            if (ext == LEN_TRUNCATED) {
                 code = STATUS_TRUNCATED;
+                err_at = ip;
+                break;
+            }
+            if (ext == LEN_TOO_LONG) {
+                code = STATUS_OUTPUT_OVERRUN;
                 err_at = ip;
                 break;
             }
@@ -349,9 +363,14 @@ fn lz4_decode(
             ip = ip + 2u;
             match_len = 4u + (token & 15u);
             if (match_len == 19u) {
-                let ext = read_length_ext(&ip, src_end);
-                if (ext == 0xffffffffu) {
+                let ext = read_length_ext(&ip, src_end, dst_size - match_start);
+                if (ext == LEN_TRUNCATED) {
                     code = STATUS_TRUNCATED;
+                    err_at = ip;
+                    break;
+                }
+                if (ext == LEN_TOO_LONG) {
+                    code = STATUS_OUTPUT_OVERRUN;
                     err_at = ip;
                     break;
                 }

@@ -132,18 +132,22 @@ impl Buffers<'_> {
         tail
     }
 
-    /// Returns the sum, or `None` when the input ends first.
-    fn read_length_ext(&self, ip: &mut u32, src_end: u32) -> Option<u32> {
+    /// The shader's `read_length_ext`: the sum, or why it stopped (the
+    /// input ended, or the sum passed `limit`, the output left).
+    fn read_length_ext(&self, ip: &mut u32, src_end: u32, limit: u32) -> Result<u32, u32> {
         let mut sum = 0u32;
         loop {
             if *ip >= src_end {
-                return None;
+                return Err(status_code::TRUNCATED);
             }
             let b = self.input_byte(*ip);
             *ip += 1;
             sum += b;
             if b != 255 {
-                return Some(sum);
+                return Ok(sum);
+            }
+            if sum > limit {
+                return Err(status_code::OUTPUT_OVERRUN);
             }
         }
     }
@@ -228,12 +232,14 @@ pub fn lz4_decode(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> u32
 
         let mut lit_len = token >> 4;
         if lit_len == 15 {
-            let Some(ext) = buf.read_length_ext(&mut ip, src_end) else {
-                code = status_code::TRUNCATED;
-                err_at = ip;
-                break;
-            };
-            lit_len += ext;
+            match buf.read_length_ext(&mut ip, src_end, dst_size - op) {
+                Ok(ext) => lit_len += ext,
+                Err(why) => {
+                    code = why;
+                    err_at = ip;
+                    break;
+                }
+            }
         }
         if lit_len > src_end - ip {
             code = status_code::TRUNCATED;
@@ -267,12 +273,14 @@ pub fn lz4_decode(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> u32
             ip += 2;
             match_len = 4 + (token & 15);
             if match_len == 19 {
-                let Some(ext) = buf.read_length_ext(&mut ip, src_end) else {
-                    code = status_code::TRUNCATED;
-                    err_at = ip;
-                    break;
-                };
-                match_len += ext;
+                match buf.read_length_ext(&mut ip, src_end, dst_size - match_start) {
+                    Ok(ext) => match_len += ext,
+                    Err(why) => {
+                        code = why;
+                        err_at = ip;
+                        break;
+                    }
+                }
             }
             if match_len > dst_size - match_start {
                 code = status_code::OUTPUT_OVERRUN;
