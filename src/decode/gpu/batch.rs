@@ -120,7 +120,7 @@ impl Lz4Batch {
     ) -> Result<Option<Lz4BatchResult>, Lz4EncodeError> {
         let gpu = self.upload(ctx, initial);
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
-        gpu.encode(ctx, pipeline, &mut encoder)?;
+        gpu.encode(ctx, pipeline, &mut encoder, None)?;
         let out_bytes = gpu.output.size();
         let status_bytes = gpu.status.size();
         let readback = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -197,14 +197,16 @@ pub struct Lz4GpuBatch {
 }
 
 impl Lz4GpuBatch {
-    /// Records one decode dispatch of the whole batch.
+    /// Records one decode dispatch of the whole batch, with timestamps
+    /// around it when given.
     pub fn encode(
         &self,
         ctx: &GpuContext,
         pipeline: &Lz4DecodePipeline,
         encoder: &mut wgpu::CommandEncoder,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), Lz4EncodeError> {
-        pipeline.encode(
+        pipeline.encode_timed(
             &ctx.device,
             encoder,
             self.input.slice(..),
@@ -212,6 +214,7 @@ impl Lz4GpuBatch {
             &self.output,
             &self.status,
             self.block_count,
+            timestamp_writes,
         )
     }
 }

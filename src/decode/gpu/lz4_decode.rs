@@ -240,6 +240,32 @@ impl Lz4DecodePipeline {
         status: &wgpu::Buffer,
         block_count: u32,
     ) -> Result<(), Lz4EncodeError> {
+        self.encode_timed(
+            device,
+            encoder,
+            input,
+            descs,
+            output,
+            status,
+            block_count,
+            None,
+        )
+    }
+
+    /// [`Self::encode`] with GPU timestamps written at the start and end of
+    /// the decode pass (needs `Features::TIMESTAMP_QUERY`); for benches.
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode_timed(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        input: wgpu::BufferSlice<'_>,
+        descs: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        status: &wgpu::Buffer,
+        block_count: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) -> Result<(), Lz4EncodeError> {
         if block_count == 0 {
             return Ok(());
         }
@@ -327,7 +353,7 @@ impl Lz4DecodePipeline {
         });
         let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
             label: Some("lz4_decode"),
-            timestamp_writes: None,
+            timestamp_writes,
         });
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
@@ -579,7 +605,7 @@ fn decode_batch(
 
 /// Maps a MAP_READ buffer after the queue's work and copies it out, or
 /// `None` if the mapping failed (device lost).
-pub(crate) fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Option<Vec<u8>> {
+pub fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Option<Vec<u8>> {
     let slice = buffer.slice(..);
     let (tx, rx) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |r| {
