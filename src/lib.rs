@@ -14,6 +14,7 @@
 pub mod codec;
 pub mod completion;
 pub mod destinations;
+pub mod decode;
 pub mod gpu;
 pub mod runtime;
 pub mod staging;

@@ -1,0 +1,7 @@
+//! Rust twins of the WGSL decoders: the same algorithms, names and loop
+//! structure, run on the CPU. The tests hold the shaders to them, and they
+//! document in Rust what the shaders do.
+
+pub mod lz4_decode;
+
+pub use lz4_decode::{decode_block, lz4_decode};

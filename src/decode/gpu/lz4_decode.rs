@@ -1,0 +1,670 @@
+//! The pipeline that runs `shaders/lz4_decode.wgsl` (twin:
+//! `decode::cpu_twin::lz4_decode`): many LZ4 blocks per dispatch, one
+//! workgroup per block, a status word per block.
+
+use crate::decode::{Lz4BlockDesc, Lz4Status};
+use crate::gpu::GpuContext;
+use wgpu::util::DeviceExt;
+
+const SHADER_MAIN: &str = include_str!("../../../shaders/lz4_decode.wgsl");
+const SHADER_TAIL_PORTABLE: &str = include_str!("../../../shaders/lz4_tail_portable.wgsl");
+const SHADER_TAIL_SUBGROUP: &str = include_str!("../../../shaders/lz4_tail_subgroup.wgsl");
+const SUBGROUP_LANE_MARKER: &str = "/*@SUBGROUP_LANE_PARAM@*/";
+
+/// Lanes per workgroup on the portable path: one warp on NVIDIA, half a
+/// wave64 on AMD; sequences are short, so wider groups mostly idle.
+const PORTABLE_WORKGROUP_SIZE: u32 = 32;
+
+/// Which variant of the shader a pipeline runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Lz4DecodePath {
+    /// Subgroup operations (needs `wgpu::Features::SUBGROUP`); the workgroup
+    /// is sized to the adapter's subgroup size.
+    Subgroup,
+    /// Plain WGSL that every adapter runs; 32-lane workgroups.
+    Portable,
+}
+
+/// The WGSL source of one variant, as the pipeline compiles it.
+pub fn shader_source(path: Lz4DecodePath) -> String {
+    match path {
+        Lz4DecodePath::Subgroup => format!(
+            "{}\n{}",
+            SHADER_MAIN.replace(
+                SUBGROUP_LANE_MARKER,
+                "@builtin(subgroup_invocation_id) sg_lane: u32,"
+            ),
+            SHADER_TAIL_SUBGROUP
+        ),
+        Lz4DecodePath::Portable => format!(
+            "{}\n{}",
+            SHADER_MAIN.replace(SUBGROUP_LANE_MARKER, ""),
+            SHADER_TAIL_PORTABLE
+        ),
+    }
+}
+
+/// Why a pipeline could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Lz4PipelineError {
+    /// The subgroup path was asked for on a device without subgroups.
+    #[error("the device lacks wgpu::Features::SUBGROUP, which the subgroup LZ4 path needs")]
+    SubgroupsUnsupported,
+}
+
+/// Why a batch could not be recorded. Nothing is recorded when `encode`
+/// returns one of these.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lz4EncodeError {
+    /// A binding's offset or size breaks the device's storage-binding rules.
+    #[error("{binding} binding at offset {offset}, {size} bytes: needs offset a multiple of {align}, size a non-zero multiple of 4, at most {max} bytes")]
+    Binding {
+        /// Which binding (input, descriptors, output, status).
+        binding: &'static str,
+        /// Its offset in its buffer.
+        offset: u64,
+        /// Its size.
+        size: u64,
+        /// The required offset alignment.
+        align: u64,
+        /// The largest storage binding the device allows.
+        max: u64,
+    },
+    /// The descriptor table or the status buffer is too small for the batch.
+    #[error("{what} holds {have} bytes, the batch of {blocks} blocks needs {needed}")]
+    TooSmall {
+        /// Which buffer.
+        what: &'static str,
+        /// Blocks in the batch.
+        blocks: u32,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes it has.
+        have: u64,
+    },
+    /// More blocks than a 2D dispatch can address.
+    #[error("{blocks} blocks exceed the {limit} one dispatch can address")]
+    TooManyBlocks {
+        /// Blocks in the batch.
+        blocks: u64,
+        /// The device's limit.
+        limit: u64,
+    },
+    /// A descriptor breaks the layout rules of [`Lz4BlockDesc`].
+    #[error("block {block}: {reason}")]
+    BadDescriptor {
+        /// Index of the block in the batch.
+        block: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// Two blocks' output ranges overlap.
+    #[error("blocks {first} and {second} write overlapping output ranges")]
+    Overlap {
+        /// The block with the lower output offset.
+        first: usize,
+        /// The other block.
+        second: usize,
+    },
+}
+
+/// The compute pipeline decoding batches of LZ4 blocks on the GPU.
+pub struct Lz4DecodePipeline {
+    pipeline: wgpu::ComputePipeline,
+    bind_group_layout: wgpu::BindGroupLayout,
+    path: Lz4DecodePath,
+    workgroup_size: u32,
+}
+
+fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+impl Lz4DecodePipeline {
+    /// Builds the pipeline for `device`: the subgroup path when the device
+    /// has `Features::SUBGROUP`, the portable path otherwise.
+    pub fn new(device: &wgpu::Device) -> Self {
+        let path = if device.features().contains(wgpu::Features::SUBGROUP) {
+            Lz4DecodePath::Subgroup
+        } else {
+            Lz4DecodePath::Portable
+        };
+        Self::with_path(device, path).expect("the path was chosen from the device's features")
+    }
+
+    /// Builds the pipeline for a given path (tests use it to run both).
+    pub fn with_path(device: &wgpu::Device, path: Lz4DecodePath) -> Result<Self, Lz4PipelineError> {
+        let workgroup_size = match path {
+            Lz4DecodePath::Subgroup => {
+                if !device.features().contains(wgpu::Features::SUBGROUP) {
+                    return Err(Lz4PipelineError::SubgroupsUnsupported);
+                }
+                // One subgroup per workgroup where the driver's size is fixed;
+                // clamped to what every device's workgroup limit allows.
+                device.adapter_info().subgroup_max_size.clamp(4, 64)
+            }
+            Lz4DecodePath::Portable => PORTABLE_WORKGROUP_SIZE,
+        };
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("lz4_decode"),
+            source: wgpu::ShaderSource::Wgsl(shader_source(path).into()),
+        });
+        let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("lz4_decode"),
+            entries: &[
+                storage_entry(0, true),
+                storage_entry(1, true),
+                storage_entry(2, false),
+                storage_entry(3, false),
+                wgpu::BindGroupLayoutEntry {
+                    binding: 4,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+            ],
+        });
+        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("lz4_decode"),
+            bind_group_layouts: &[Some(&bind_group_layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("lz4_decode"),
+            layout: Some(&layout),
+            module: &module,
+            entry_point: Some("lz4_decode"),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants: &[("WG", workgroup_size as f64)],
+                // The shader uses no workgroup memory.
+                zero_initialize_workgroup_memory: false,
+            },
+            cache: None,
+        });
+        Ok(Self {
+            pipeline,
+            bind_group_layout,
+            path,
+            workgroup_size,
+        })
+    }
+
+    /// The shader variant this pipeline runs.
+    pub fn path(&self) -> Lz4DecodePath {
+        self.path
+    }
+
+    /// Lanes per workgroup (one workgroup decodes one block).
+    pub fn workgroup_size(&self) -> u32 {
+        self.workgroup_size
+    }
+
+    /// Records one dispatch decoding `block_count` blocks.
+    ///
+    /// `input` is the range of staging memory the descriptors' `src_offset`
+    /// count from (its offset must meet the device's storage-offset
+    /// alignment, its size be a multiple of 4); `descs` holds at least
+    /// `block_count` [`Lz4BlockDesc`]s; block `i` writes its output range of
+    /// `output` and the status word `i` of `status` (see
+    /// [`Lz4Status::from_word`]). Clear `status` to 0 first if you want to
+    /// tell blocks that never ran ([`Lz4Status::NotRun`]).
+    ///
+    /// The shader checks every descriptor against the bound buffers; the
+    /// caller promises that the blocks' output ranges are disjoint (use
+    /// [`validate_descs`] when the table comes from the CPU, as
+    /// [`Self::encode_blocks`] does).
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        input: wgpu::BufferSlice<'_>,
+        descs: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        status: &wgpu::Buffer,
+        block_count: u32,
+    ) -> Result<(), Lz4EncodeError> {
+        self.encode_timed(
+            device,
+            encoder,
+            input,
+            descs,
+            output,
+            status,
+            block_count,
+            None,
+        )
+    }
+
+    /// [`Self::encode`] with GPU timestamps written at the start and end of
+    /// the decode pass (needs `Features::TIMESTAMP_QUERY`); for benches.
+    #[allow(clippy::too_many_arguments)]
+    pub fn encode_timed(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        input: wgpu::BufferSlice<'_>,
+        descs: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        status: &wgpu::Buffer,
+        block_count: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) -> Result<(), Lz4EncodeError> {
+        if block_count == 0 {
+            return Ok(());
+        }
+        let limits = device.limits();
+        let max_binding = limits.max_storage_buffer_binding_size as u64;
+        let align = limits.min_storage_buffer_offset_alignment as u64;
+        let check = |binding, offset: u64, size: u64| {
+            if offset % align != 0 || size == 0 || size % 4 != 0 || size > max_binding {
+                Err(Lz4EncodeError::Binding {
+                    binding,
+                    offset,
+                    size,
+                    align,
+                    max: max_binding,
+                })
+            } else {
+                Ok(())
+            }
+        };
+        check("input", input.offset(), input.size())?;
+        check("descriptors", 0, descs.size())?;
+        check("output", 0, output.size())?;
+        check("status", 0, status.size())?;
+        let desc_bytes = block_count as u64 * std::mem::size_of::<Lz4BlockDesc>() as u64;
+        if descs.size() < desc_bytes {
+            return Err(Lz4EncodeError::TooSmall {
+                what: "descriptor table",
+                blocks: block_count,
+                needed: desc_bytes,
+                have: descs.size(),
+            });
+        }
+        if status.size() < block_count as u64 * 4 {
+            return Err(Lz4EncodeError::TooSmall {
+                what: "status buffer",
+                blocks: block_count,
+                needed: block_count as u64 * 4,
+                have: status.size(),
+            });
+        }
+        // A 2D grid: x up to the per-dimension limit, y as many rows as needed.
+        let per_dim = limits.max_compute_workgroups_per_dimension.max(1);
+        let grid_x = block_count.min(per_dim);
+        let grid_y = block_count.div_ceil(grid_x);
+        if grid_y > per_dim {
+            return Err(Lz4EncodeError::TooManyBlocks {
+                blocks: block_count as u64,
+                limit: per_dim as u64 * per_dim as u64,
+            });
+        }
+        let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("lz4_decode params"),
+            contents: bytemuck::cast_slice(&[block_count, grid_x, 0, 0]),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("lz4_decode"),
+            layout: &self.bind_group_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: input.buffer(),
+                        offset: input.offset(),
+                        size: wgpu::BufferSize::new(input.size()),
+                    }),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: descs.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: output.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: status.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 4,
+                    resource: params.as_entire_binding(),
+                },
+            ],
+        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("lz4_decode"),
+            timestamp_writes,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(grid_x, grid_y, 1);
+        Ok(())
+    }
+
+    /// Checks `descs` with [`validate_descs`], uploads them as the
+    /// descriptor table and records the dispatch (see [`Self::encode`]).
+    pub fn encode_blocks(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        input: wgpu::BufferSlice<'_>,
+        descs: &[Lz4BlockDesc],
+        output: &wgpu::Buffer,
+        status: &wgpu::Buffer,
+    ) -> Result<(), Lz4EncodeError> {
+        if descs.is_empty() {
+            return Ok(());
+        }
+        validate_descs(descs, input.size(), output.size())?;
+        let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("lz4_decode descriptors"),
+            contents: bytemuck::cast_slice(descs),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+        let count = u32::try_from(descs.len()).map_err(|_| Lz4EncodeError::TooManyBlocks {
+            blocks: descs.len() as u64,
+            limit: u32::MAX as u64,
+        })?;
+        self.encode(device, encoder, input, &table, output, status, count)
+    }
+}
+
+/// Checks a descriptor table on the CPU: every block obeys the layout rules
+/// of [`Lz4BlockDesc`], fits an input binding of `input_len` and an output
+/// binding of `output_len` bytes, and no two blocks' output ranges overlap
+/// (rows of different blocks may interleave: the check is per row).
+pub fn validate_descs(
+    descs: &[Lz4BlockDesc],
+    input_len: u64,
+    output_len: u64,
+) -> Result<(), Lz4EncodeError> {
+    let bad = |block, reason| Err(Lz4EncodeError::BadDescriptor { block, reason });
+    // Output byte ranges [start, end) with their block, one per row.
+    let mut spans: Vec<(u64, u64, usize)> = Vec::with_capacity(descs.len());
+    for (i, d) in descs.iter().enumerate() {
+        if d.dst_size as usize > crate::MAX_BLOCK_SIZE {
+            return bad(i, "dst_size exceeds the 64 KiB block limit");
+        }
+        if d.src_size > crate::decode::cpu_twin::lz4_decode::MAX_SRC_SIZE {
+            return bad(i, "src_size exceeds 16 MiB");
+        }
+        if d.dst_offset % 4 != 0 {
+            return bad(i, "dst_offset is not a multiple of 4");
+        }
+        if d.src_offset as u64 + d.src_size as u64 > input_len {
+            return bad(i, "compressed range outside the input binding");
+        }
+        if d.row_bytes != 0
+            && (d.row_bytes % 4 != 0 || d.row_pitch % 4 != 0 || d.row_pitch < d.row_bytes)
+        {
+            return bad(
+                i,
+                "row_bytes and row_pitch must be multiples of 4, pitch >= bytes",
+            );
+        }
+        let extent = d.dst_extent().unwrap_or(u64::MAX);
+        if d.dst_offset as u64 + extent > output_len {
+            return bad(i, "output range outside the output binding");
+        }
+        if d.dst_size == 0 {
+            continue;
+        }
+        if d.row_bytes == 0 {
+            spans.push((
+                d.dst_offset as u64,
+                d.dst_offset as u64 + d.dst_size as u64,
+                i,
+            ));
+        } else {
+            let mut left = d.dst_size as u64;
+            let mut start = d.dst_offset as u64;
+            while left > 0 {
+                let len = left.min(d.row_bytes as u64);
+                spans.push((start, start + len, i));
+                left -= len;
+                start += d.row_pitch as u64;
+            }
+        }
+    }
+    spans.sort_unstable();
+    for pair in spans.windows(2) {
+        // Ranges start 4-byte aligned, so disjoint ranges never share a word.
+        if pair[1].0 < pair[0].1 {
+            return Err(Lz4EncodeError::Overlap {
+                first: pair[0].2,
+                second: pair[1].2,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Decodes `blocks` (compressed bytes, uncompressed size) on the GPU of
+/// `ctx` with [`Lz4DecodePipeline::new`], in as few dispatches as the
+/// device's binding limits allow; for tools (`verify --gpu`) and benches.
+/// The result for each block is its bytes or the status the shader
+/// reported.
+pub fn decode_blocks_on_gpu(
+    ctx: &GpuContext,
+    blocks: &[(&[u8], usize)],
+) -> Vec<Result<Vec<u8>, Lz4Status>> {
+    let pipeline = Lz4DecodePipeline::new(&ctx.device);
+    decode_blocks_with(ctx, &pipeline, blocks)
+}
+
+/// [`decode_blocks_on_gpu`] with a given pipeline.
+pub fn decode_blocks_with(
+    ctx: &GpuContext,
+    pipeline: &Lz4DecodePipeline,
+    blocks: &[(&[u8], usize)],
+) -> Vec<Result<Vec<u8>, Lz4Status>> {
+    let limits = ctx.device.limits();
+    let max_binding = (limits.max_storage_buffer_binding_size as u64)
+        .min(limits.max_buffer_size)
+        .min(1 << 30);
+    let mut results = Vec::with_capacity(blocks.len());
+    let mut start = 0;
+    while start < blocks.len() {
+        // Grow the batch while its input and output fit one binding each.
+        let (mut in_len, mut out_len, mut end) = (0u64, 0u64, start);
+        while end < blocks.len() {
+            let (src, size) = blocks[end];
+            let next_in = in_len + src.len() as u64;
+            let next_out = out_len + (size as u64).next_multiple_of(4);
+            if end > start && (next_in + 4 > max_binding || next_out + 4 > max_binding) {
+                break;
+            }
+            in_len = next_in;
+            out_len = next_out;
+            end += 1;
+        }
+        results.extend(decode_batch(ctx, pipeline, &blocks[start..end]));
+        start = end;
+    }
+    results
+}
+
+fn decode_batch(
+    ctx: &GpuContext,
+    pipeline: &Lz4DecodePipeline,
+    blocks: &[(&[u8], usize)],
+) -> Vec<Result<Vec<u8>, Lz4Status>> {
+    let device = &ctx.device;
+    // Blocks sit back to back at arbitrary byte offsets, as in staging.
+    let mut input = Vec::new();
+    let mut descs = Vec::with_capacity(blocks.len());
+    let mut out_len = 0u64;
+    for &(src, size) in blocks {
+        let sizes_ok = size <= crate::MAX_BLOCK_SIZE
+            && src.len() <= crate::decode::cpu_twin::lz4_decode::MAX_SRC_SIZE as usize;
+        let (src_size, dst_size) = if sizes_ok {
+            (src.len() as u32, size as u32)
+        } else {
+            // Left to the shader to flag (its dst_size check fails).
+            (0, u32::MAX)
+        };
+        descs.push(Lz4BlockDesc::linear(
+            input.len() as u32,
+            src_size,
+            out_len as u32,
+            dst_size,
+        ));
+        if sizes_ok {
+            input.extend_from_slice(src);
+            out_len += (size as u64).next_multiple_of(4);
+        }
+    }
+    input.resize(input.len().next_multiple_of(4).max(4), 0);
+    let out_len = out_len.max(4);
+
+    let input_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("lz4 input"),
+        contents: &input,
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("lz4 descriptors"),
+        contents: bytemuck::cast_slice(&descs),
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    let output = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("lz4 output"),
+        size: out_len,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let status_len = (blocks.len() as u64 * 4).max(4);
+    let status = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("lz4 status"),
+        size: status_len,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("lz4 readback"),
+        size: out_len + status_len,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    let recorded = pipeline.encode(
+        device,
+        &mut encoder,
+        input_buf.slice(..),
+        &table,
+        &output,
+        &status,
+        blocks.len() as u32,
+    );
+    if recorded.is_err() {
+        return blocks.iter().map(|_| Err(Lz4Status::NotRun)).collect();
+    }
+    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, out_len);
+    encoder.copy_buffer_to_buffer(&status, 0, &readback, out_len, status_len);
+    ctx.queue.submit([encoder.finish()]);
+    let bytes = read_buffer(device, &readback);
+    let Some(bytes) = bytes else {
+        return blocks.iter().map(|_| Err(Lz4Status::NotRun)).collect();
+    };
+    let (out_bytes, status_bytes) = bytes.split_at(out_len as usize);
+    descs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let word = u32::from_le_bytes(status_bytes[i * 4..i * 4 + 4].try_into().unwrap());
+            match Lz4Status::from_word(word) {
+                Lz4Status::Ok => {
+                    let at = d.dst_offset as usize;
+                    Ok(out_bytes[at..at + d.dst_size as usize].to_vec())
+                }
+                err => Err(err),
+            }
+        })
+        .collect()
+}
+
+/// Maps a MAP_READ buffer after the queue's work and copies it out, or
+/// `None` if the mapping failed (device lost).
+pub fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Option<Vec<u8>> {
+    let slice = buffer.slice(..);
+    let (tx, rx) = std::sync::mpsc::channel();
+    slice.map_async(wgpu::MapMode::Read, move |r| {
+        let _ = tx.send(r);
+    });
+    device.poll(wgpu::PollType::wait_indefinitely()).ok()?;
+    rx.recv().ok()?.ok()?;
+    let data = slice.get_mapped_range().ok()?.to_vec();
+    buffer.unmap();
+    Some(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn validate(path: Lz4DecodePath) {
+        let source = shader_source(path);
+        let module = naga::front::wgsl::parse_str(&source)
+            .unwrap_or_else(|e| panic!("{path:?}: {}", e.emit_to_string(&source)));
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{path:?}: {}", e.emit_to_string(&source)));
+    }
+
+    #[test]
+    fn portable_shader_validates() {
+        validate(Lz4DecodePath::Portable);
+    }
+
+    #[test]
+    fn subgroup_shader_validates() {
+        validate(Lz4DecodePath::Subgroup);
+    }
+
+    #[test]
+    fn descriptor_checks() {
+        let ok = Lz4BlockDesc::linear(0, 10, 0, 100);
+        assert_eq!(validate_descs(&[ok], 10, 100), Ok(()));
+        assert!(matches!(
+            validate_descs(&[ok], 9, 100),
+            Err(Lz4EncodeError::BadDescriptor { block: 0, .. })
+        ));
+        let other = Lz4BlockDesc::linear(0, 10, 96, 8);
+        assert_eq!(
+            validate_descs(&[ok, other], 10, 200),
+            Err(Lz4EncodeError::Overlap {
+                first: 0,
+                second: 1
+            })
+        );
+        // Rows of two blocks interleaving in each other's padding is fine.
+        let a = Lz4BlockDesc::linear(0, 10, 0, 128).with_rows(64, 256);
+        let b = Lz4BlockDesc::linear(0, 10, 64, 128).with_rows(64, 256);
+        assert_eq!(validate_descs(&[a, b], 10, 512), Ok(()));
+        let unaligned = Lz4BlockDesc::linear(0, 10, 2, 8);
+        assert!(validate_descs(&[unaligned], 10, 100).is_err());
+    }
+}
