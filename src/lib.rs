@@ -13,13 +13,13 @@
 
 pub mod codec;
 pub mod completion;
-pub mod destinations;
 pub mod decode;
+pub mod destinations;
 pub mod gpu;
+pub mod io;
+pub mod pack;
+pub mod report;
 pub mod runtime;
 pub mod staging;
-pub mod pack;
-pub mod io;
-pub mod report;
 
 pub use codec::{Codec, CodecError, MAX_BLOCK_SIZE};

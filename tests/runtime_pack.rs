@@ -13,7 +13,8 @@ use gpustream::destinations::HostMemory;
 use gpustream::io::{BackendKind, FaultConfig, IoConfig};
 use gpustream::pack::{AssetId, PackWriter, TextureFormat, WriterOptions};
 use gpustream::runtime::{
-    CompressionSupport, Destination, QueueConfig, Request, RequestError, Runtime, RuntimeConfig, Source,
+    CompressionSupport, Destination, QueueConfig, Request, RequestError, Runtime, RuntimeConfig,
+    Source,
 };
 
 /// Bytes that compress about 2:1 with LZ4, and differ per seed.
@@ -50,16 +51,33 @@ fn blob_pack(codec: Codec) -> Fixture {
         .enumerate()
         .map(|(i, &len)| (format!("blob{i}"), content(i as u64 + 1, len)))
         .collect();
-    let mut w = PackWriter::create(&path, WriterOptions { codec, level: 3, threads: 1 }).unwrap();
+    let mut w = PackWriter::create(
+        &path,
+        WriterOptions {
+            codec,
+            level: 3,
+            threads: 1,
+        },
+    )
+    .unwrap();
     for (name, data) in &blobs {
         w.add_blob(name, data).unwrap();
     }
     w.finish().unwrap();
-    Fixture { _dir: dir, path, blobs }
+    Fixture {
+        _dir: dir,
+        path,
+        blobs,
+    }
 }
 
 fn cpu_runtime(io: IoConfig) -> Runtime {
-    Runtime::without_gpu(RuntimeConfig { io, cpu_threads: 2, ..Default::default() }).unwrap()
+    Runtime::without_gpu(RuntimeConfig {
+        io,
+        cpu_threads: 2,
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 #[test]
@@ -68,7 +86,10 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
         let fx = blob_pack(codec);
         for backend in [BackendKind::IoUring, BackendKind::Threads] {
             let rt = match Runtime::without_gpu(RuntimeConfig {
-                io: IoConfig { backend, ..Default::default() },
+                io: IoConfig {
+                    backend,
+                    ..Default::default()
+                },
                 ..Default::default()
             }) {
                 Ok(rt) => rt,
@@ -85,8 +106,15 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
                 let asset = pf.pack().find(name).unwrap();
                 let whole = HostMemory::new(data.len());
                 q.enqueue(Request::new(
-                    Source::Blob { pack: pf.clone(), asset, range: None },
-                    Destination::Memory { memory: whole.clone(), offset: 0 },
+                    Source::Blob {
+                        pack: pf.clone(),
+                        asset,
+                        range: None,
+                    },
+                    Destination::Memory {
+                        memory: whole.clone(),
+                        offset: 0,
+                    },
                 ))
                 .unwrap();
                 checks.push((whole, data.clone()));
@@ -94,8 +122,15 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
                     let r = 3..data.len() as u64 - 5;
                     let part = HostMemory::new(r.end as usize - r.start as usize + 7);
                     q.enqueue(Request::new(
-                        Source::Blob { pack: pf.clone(), asset, range: Some(r.clone()) },
-                        Destination::Memory { memory: part.clone(), offset: 7 },
+                        Source::Blob {
+                            pack: pf.clone(),
+                            asset,
+                            range: Some(r.clone()),
+                        },
+                        Destination::Memory {
+                            memory: part.clone(),
+                            offset: 7,
+                        },
                     ))
                     .unwrap();
                     let mut want = vec![0u8; 7];
@@ -106,10 +141,17 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
             let f = Fence::new();
             q.enqueue_signal(&f, 1);
             q.submit();
-            assert!(f.wait_timeout(1, Duration::from_secs(60)), "{codec} {backend:?}");
+            assert!(
+                f.wait_timeout(1, Duration::from_secs(60)),
+                "{codec} {backend:?}"
+            );
             assert_eq!(q.error_record().failure_count, 0, "{codec} {backend:?}");
             for (mem, want) in checks {
-                assert!(mem.to_vec().unwrap() == want, "{codec} {backend:?}: {} bytes differ", want.len());
+                assert!(
+                    mem.to_vec().unwrap() == want,
+                    "{codec} {backend:?}: {} bytes differ",
+                    want.len()
+                );
             }
             let st = q.stats();
             assert_eq!(st.completed, st.requests);
@@ -137,8 +179,18 @@ fn a_corrupt_block_fails_only_its_own_request() {
         let m = HostMemory::new(data.len());
         let asset = pf.pack().find(name).unwrap();
         q.enqueue(
-            Request::new(Source::Blob { pack: pf.clone(), asset, range: None }, Destination::Memory { memory: m.clone(), offset: 0 })
-                .with_name(name.clone()),
+            Request::new(
+                Source::Blob {
+                    pack: pf.clone(),
+                    asset,
+                    range: None,
+                },
+                Destination::Memory {
+                    memory: m.clone(),
+                    offset: 0,
+                },
+            )
+            .with_name(name.clone()),
         )
         .unwrap();
         q.enqueue_status(&s, i);
@@ -155,7 +207,10 @@ fn a_corrupt_block_fails_only_its_own_request() {
                 assert_eq!(name, "blob5");
                 let msg = f.error.to_string();
                 assert!(matches!(&*f.error, RequestError::Pack(_)), "{msg}");
-                assert!(msg.contains("blob5") && msg.contains(&b.offset.to_string()), "error names asset and offset: {msg}");
+                assert!(
+                    msg.contains("blob5") && msg.contains(&b.offset.to_string()),
+                    "error names asset and offset: {msg}"
+                );
             }
             StatusEntry::Pending => unreachable!(),
         }
@@ -172,15 +227,40 @@ fn a_pack_truncated_after_open_fails_the_missing_blocks() {
     let last = pf.pack().find("blob6").unwrap();
     let first_block = pf.pack().blocks()[pf.pack().asset(last).blocks.start as usize];
     let cut = first_block.offset + (len - first_block.offset) / 2;
-    std::fs::OpenOptions::new().write(true).open(&fx.path).unwrap().set_len(cut).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fx.path)
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
     let q = rt.create_queue(QueueConfig::default());
     let m = HostMemory::new(fx.blobs[6].1.len());
-    q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: last, range: None }, Destination::Memory { memory: m, offset: 0 }))
-        .unwrap();
+    q.enqueue(Request::new(
+        Source::Blob {
+            pack: pf.clone(),
+            asset: last,
+            range: None,
+        },
+        Destination::Memory {
+            memory: m,
+            offset: 0,
+        },
+    ))
+    .unwrap();
     let ok = HostMemory::new(fx.blobs[2].1.len());
     let early = pf.pack().find("blob2").unwrap();
-    q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: early, range: None }, Destination::Memory { memory: ok.clone(), offset: 0 }))
-        .unwrap();
+    q.enqueue(Request::new(
+        Source::Blob {
+            pack: pf.clone(),
+            asset: early,
+            range: None,
+        },
+        Destination::Memory {
+            memory: ok.clone(),
+            offset: 0,
+        },
+    ))
+    .unwrap();
     let f = Fence::new();
     q.enqueue_signal(&f, 1);
     q.submit();
@@ -196,14 +276,28 @@ fn a_pack_truncated_after_open_fails_the_missing_blocks() {
 #[test]
 fn fault_injection_keeps_every_promise_over_1000_seeds() {
     let fx = blob_pack(Codec::Lz4);
-    let seeds: u64 = std::env::var("GPUSTREAM_FAULT_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let seeds: u64 = std::env::var("GPUSTREAM_FAULT_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
     for seed in 0..seeds {
-        let backend = if seed % 2 == 0 { BackendKind::Threads } else { BackendKind::Auto };
-        let io = IoConfig { backend, queue_depth: 1 + (seed % 16) as usize, fault: Some(FaultConfig::mixed(seed)), ..Default::default() };
+        let backend = if seed % 2 == 0 {
+            BackendKind::Threads
+        } else {
+            BackendKind::Auto
+        };
+        let io = IoConfig {
+            backend,
+            queue_depth: 1 + (seed % 16) as usize,
+            fault: Some(FaultConfig::mixed(seed)),
+            ..Default::default()
+        };
         let rt = cpu_runtime(io);
         let pf = rt.open_pack(&fx.path).unwrap();
         let q = rt.create_queue(QueueConfig::default());
-        let mut rng = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let mut rng = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let mut next = move || {
             rng ^= rng << 13;
             rng ^= rng >> 7;
@@ -219,7 +313,8 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
         let ran_ahead = Arc::new(AtomicBool::new(false));
         let last_value = Arc::new(AtomicU64::new(0));
         let mut signals = 0u64;
-        let finished_before: Arc<Mutex<Vec<(HostMemory, usize)>>> = Arc::new(Mutex::new(Vec::new()));
+        let finished_before: Arc<Mutex<Vec<(HostMemory, usize)>>> =
+            Arc::new(Mutex::new(Vec::new()));
         for i in 0..n {
             let (name, data) = &fx.blobs[(next() % fx.blobs.len() as u64) as usize];
             let asset = pf.pack().find(name).unwrap();
@@ -234,13 +329,26 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
             let mem = HostMemory::new((r.end - r.start) as usize);
             let tag = next() % 4;
             q.enqueue(
-                Request::new(Source::Blob { pack: pf.clone(), asset, range }, Destination::Memory { memory: mem.clone(), offset: 0 })
-                    .with_tag(tag)
-                    .with_name(format!("r{i}")),
+                Request::new(
+                    Source::Blob {
+                        pack: pf.clone(),
+                        asset,
+                        range,
+                    },
+                    Destination::Memory {
+                        memory: mem.clone(),
+                        offset: 0,
+                    },
+                )
+                .with_tag(tag)
+                .with_name(format!("r{i}")),
             )
             .unwrap();
             q.enqueue_status(&per_request, i);
-            finished_before.lock().unwrap().push((mem.clone(), mem.len()));
+            finished_before
+                .lock()
+                .unwrap()
+                .push((mem.clone(), mem.len()));
             reqs.push((mem, data[r.start as usize..r.end as usize].to_vec(), tag));
             if next() % 4 == 0 || i == n - 1 {
                 signals += 1;
@@ -274,18 +382,35 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
         if !cancel_early {
             q.cancel(3, cancel_tag);
         }
-        assert!(fence.wait_timeout(signals, Duration::from_secs(60)), "seed {seed}: a fence never reached {signals}");
-        assert!(!ran_ahead.load(Ordering::SeqCst), "seed {seed}: a fence ran ahead of an unfinished request");
+        assert!(
+            fence.wait_timeout(signals, Duration::from_secs(60)),
+            "seed {seed}: a fence never reached {signals}"
+        );
+        assert!(
+            !ran_ahead.load(Ordering::SeqCst),
+            "seed {seed}: a fence ran ahead of an unfinished request"
+        );
         let st = q.stats();
-        assert_eq!(st.completed + st.failed + st.cancelled, n as u64, "seed {seed}: every request ends once");
+        assert_eq!(
+            st.completed + st.failed + st.cancelled,
+            n as u64,
+            "seed {seed}: every request ends once"
+        );
         let mut first_failed = None;
         let mut failures = 0;
         for (i, (mem, want, tag)) in reqs.iter().enumerate() {
             match per_request.get(i) {
                 StatusEntry::Pending => panic!("seed {seed}: request {i} never finished"),
                 StatusEntry::Failed(f) => {
-                    assert_eq!(f.name.as_deref(), Some(format!("r{i}").as_str()), "seed {seed}");
-                    assert!(!(*tag & 3 == cancel_tag && cancel_early), "seed {seed}: a request cancelled before submit failed");
+                    assert_eq!(
+                        f.name.as_deref(),
+                        Some(format!("r{i}").as_str()),
+                        "seed {seed}"
+                    );
+                    assert!(
+                        !(*tag & 3 == cancel_tag && cancel_early),
+                        "seed {seed}: a request cancelled before submit failed"
+                    );
                     failures += 1;
                     first_failed.get_or_insert(i);
                     let msg = f.error.to_string();
@@ -297,10 +422,16 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
                     let got = mem.to_vec().unwrap();
                     if *tag & 3 == cancel_tag {
                         if cancel_early {
-                            assert!(got.iter().all(|&b| b == 0), "seed {seed}: cancelled request {i} wrote");
+                            assert!(
+                                got.iter().all(|&b| b == 0),
+                                "seed {seed}: cancelled request {i} wrote"
+                            );
                         }
                     } else {
-                        assert!(got == *want, "seed {seed}: request {i} delivered wrong bytes");
+                        assert!(
+                            got == *want,
+                            "seed {seed}: request {i} delivered wrong bytes"
+                        );
                     }
                 }
             }
@@ -309,18 +440,39 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
         assert_eq!(rec.failure_count, failures, "seed {seed}");
         assert_eq!(rec.failure_count, st.failed, "seed {seed}");
         if let Some(i) = first_failed {
-            assert_eq!(rec.first_failure.unwrap().name.as_deref(), Some(format!("r{i}").as_str()), "seed {seed}: first failure in enqueue order");
+            assert_eq!(
+                rec.first_failure.unwrap().name.as_deref(),
+                Some(format!("r{i}").as_str()),
+                "seed {seed}: first failure in enqueue order"
+            );
         }
     }
 }
 
 // ---------------------------------------------------------------- GPU --
 
-fn texture_pack(dir: &Path, codec: Codec) -> (std::path::PathBuf, Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>) {
+fn texture_pack(
+    dir: &Path,
+    codec: Codec,
+) -> (
+    std::path::PathBuf,
+    Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>,
+) {
     let path = dir.join("textures.gspk");
-    let mut w = PackWriter::create(&path, WriterOptions { codec, level: 3, threads: 1 }).unwrap();
+    let mut w = PackWriter::create(
+        &path,
+        WriterOptions {
+            codec,
+            level: 3,
+            threads: 1,
+        },
+    )
+    .unwrap();
     let mut textures = Vec::new();
-    for (name, format, width, height) in [("bc7", TextureFormat::Bc7, 640u32, 384u32), ("rgba8", TextureFormat::Rgba8Unorm, 300, 200)] {
+    for (name, format, width, height) in [
+        ("bc7", TextureFormat::Bc7, 640u32, 384u32),
+        ("rgba8", TextureFormat::Rgba8Unorm, 300, 200),
+    ] {
         let mut mips = Vec::new();
         let (mut mw, mut mh) = (width, height);
         let mut m = 0;
@@ -342,7 +494,12 @@ fn texture_pack(dir: &Path, codec: Codec) -> (std::path::PathBuf, Vec<(String, T
     (path, textures)
 }
 
-fn read_texture_mip(ctx: &gpustream::gpu::GpuContext, tex: &wgpu::Texture, mip: u32, format: TextureFormat) -> Vec<u8> {
+fn read_texture_mip(
+    ctx: &gpustream::gpu::GpuContext,
+    tex: &wgpu::Texture,
+    mip: u32,
+    format: TextureFormat,
+) -> Vec<u8> {
     let (w, h) = ((tex.width() >> mip).max(1), (tex.height() >> mip).max(1));
     let wf = format.wgpu();
     let (bw, bh) = wf.block_dimensions();
@@ -357,16 +514,31 @@ fn read_texture_mip(ctx: &gpustream::gpu::GpuContext, tex: &wgpu::Texture, mip: 
     });
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     enc.copy_texture_to_buffer(
-        wgpu::TexelCopyTextureInfo { texture: tex, mip_level: mip, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
+        wgpu::TexelCopyTextureInfo {
+            texture: tex,
+            mip_level: mip,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        },
         wgpu::TexelCopyBufferInfo {
             buffer: &buf,
-            layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(pitch), rows_per_image: Some(rows) },
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(pitch),
+                rows_per_image: Some(rows),
+            },
         },
-        wgpu::Extent3d { width: w.next_multiple_of(bw), height: h.next_multiple_of(bh), depth_or_array_layers: 1 },
+        wgpu::Extent3d {
+            width: w.next_multiple_of(bw),
+            height: h.next_multiple_of(bh),
+            depth_or_array_layers: 1,
+        },
     );
     ctx.queue.submit([enc.finish()]);
     buf.slice(..).map_async(wgpu::MapMode::Read, |_| {});
-    ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .unwrap();
     let view = buf.slice(..).get_mapped_range().unwrap();
     let mut out = Vec::with_capacity((row * rows) as usize);
     for r in 0..rows as usize {
@@ -375,13 +547,23 @@ fn read_texture_mip(ctx: &gpustream::gpu::GpuContext, tex: &wgpu::Texture, mip: 
     out
 }
 
-fn stream_textures(ctx: &gpustream::gpu::GpuContext, codec: Codec, gpu_decompression: bool, staging: u64) {
+fn stream_textures(
+    ctx: &gpustream::gpu::GpuContext,
+    codec: Codec,
+    gpu_decompression: bool,
+    staging: u64,
+) {
     let dir = tempfile::tempdir().unwrap();
     let (path, textures) = texture_pack(dir.path(), codec);
     let rt = Runtime::new(
         &ctx.device,
         &ctx.queue,
-        RuntimeConfig { staging_size: staging, gpu_decompression, cpu_threads: 2, ..Default::default() },
+        RuntimeConfig {
+            staging_size: staging,
+            gpu_decompression,
+            cpu_threads: 2,
+            ..Default::default()
+        },
     )
     .unwrap();
     if gpu_decompression {
@@ -394,13 +576,22 @@ fn stream_textures(ctx: &gpustream::gpu::GpuContext, codec: Codec, gpu_decompres
     let mut gpu_textures = Vec::new();
     for (name, format, width, height, mips) in &textures {
         let asset = pf.pack().find(name).unwrap();
-        if format.is_compressed() && !ctx.device.features().contains(wgpu::Features::TEXTURE_COMPRESSION_BC) {
+        if format.is_compressed()
+            && !ctx
+                .device
+                .features()
+                .contains(wgpu::Features::TEXTURE_COMPRESSION_BC)
+        {
             eprintln!("adapter lacks BC textures: skipping {name}");
             continue;
         }
         let tex = ctx.device.create_texture(&wgpu::TextureDescriptor {
             label: Some(name),
-            size: wgpu::Extent3d { width: *width, height: *height, depth_or_array_layers: 1 },
+            size: wgpu::Extent3d {
+                width: *width,
+                height: *height,
+                depth_or_array_layers: 1,
+            },
             mip_level_count: mips.len() as u32,
             sample_count: 1,
             dimension: wgpu::TextureDimension::D2,
@@ -414,11 +605,21 @@ fn stream_textures(ctx: &gpustream::gpu::GpuContext, codec: Codec, gpu_decompres
                     for x in 0..tx {
                         let region = pf.pack().tile_region(asset, mip, x, y).unwrap();
                         q.enqueue(Request::new(
-                            Source::Tile { pack: pf.clone(), asset, mip, x, y },
+                            Source::Tile {
+                                pack: pf.clone(),
+                                asset,
+                                mip,
+                                x,
+                                y,
+                            },
                             Destination::Texture {
                                 texture: tex.clone(),
                                 mip: mip as u32,
-                                origin: wgpu::Origin3d { x: region.x, y: region.y, z: 0 },
+                                origin: wgpu::Origin3d {
+                                    x: region.x,
+                                    y: region.y,
+                                    z: 0,
+                                },
                                 extent: None,
                             },
                         ))
@@ -430,8 +631,16 @@ fn stream_textures(ctx: &gpustream::gpu::GpuContext, codec: Codec, gpu_decompres
         let packed = pf.pack().packed_mips(asset).unwrap();
         if let Some(first) = packed.mips.first() {
             q.enqueue(Request::new(
-                Source::PackedMips { pack: pf.clone(), asset },
-                Destination::Texture { texture: tex.clone(), mip: first.mip as u32, origin: wgpu::Origin3d::ZERO, extent: None },
+                Source::PackedMips {
+                    pack: pf.clone(),
+                    asset,
+                },
+                Destination::Texture {
+                    texture: tex.clone(),
+                    mip: first.mip as u32,
+                    origin: wgpu::Origin3d::ZERO,
+                    extent: None,
+                },
             ))
             .unwrap();
         }
@@ -445,18 +654,39 @@ fn stream_textures(ctx: &gpustream::gpu::GpuContext, codec: Codec, gpu_decompres
         usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: mesh, range: None }, Destination::Buffer { buffer: buf.clone(), offset: 256 }))
-        .unwrap();
+    q.enqueue(Request::new(
+        Source::Blob {
+            pack: pf.clone(),
+            asset: mesh,
+            range: None,
+        },
+        Destination::Buffer {
+            buffer: buf.clone(),
+            offset: 256,
+        },
+    ))
+    .unwrap();
     let f = Fence::new();
     q.enqueue_signal(&f, 1);
     q.submit();
-    assert!(f.wait_timeout(1, Duration::from_secs(120)), "fence never reached");
+    assert!(
+        f.wait_timeout(1, Duration::from_secs(120)),
+        "fence never reached"
+    );
     let rec = q.error_record();
-    assert_eq!(rec.failure_count, 0, "{:?}", rec.first_failure.map(|f| f.to_string()));
+    assert_eq!(
+        rec.failure_count,
+        0,
+        "{:?}",
+        rec.first_failure.map(|f| f.to_string())
+    );
     for (tex, format, mips, name) in &gpu_textures {
         for (m, want) in mips.iter().enumerate() {
             let got = read_texture_mip(ctx, tex, m as u32, *format);
-            assert!(got == *want, "{name} mip {m} differs ({codec}, gpu decode {gpu_decompression})");
+            assert!(
+                got == *want,
+                "{name} mip {m} differs ({codec}, gpu decode {gpu_decompression})"
+            );
         }
     }
     let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -469,19 +699,29 @@ fn stream_textures(ctx: &gpustream::gpu::GpuContext, codec: Codec, gpu_decompres
     enc.copy_buffer_to_buffer(&buf, 0, &rb, 0, 200_004 + 256);
     ctx.queue.submit([enc.finish()]);
     rb.slice(..).map_async(wgpu::MapMode::Read, |_| {});
-    ctx.device.poll(wgpu::PollType::wait_indefinitely()).unwrap();
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .unwrap();
     let view = rb.slice(..).get_mapped_range().unwrap();
-    assert!(view[256..256 + 200_004] == content(77, 200_004)[..], "mesh blob differs");
+    assert!(
+        view[256..256 + 200_004] == content(77, 200_004)[..],
+        "mesh blob differs"
+    );
     let st = q.stats();
     if gpu_decompression && codec == Codec::Lz4 {
-        assert!(st.blocks_gpu_decoded > 0, "LZ4 blocks went to the GPU decoder");
+        assert!(
+            st.blocks_gpu_decoded > 0,
+            "LZ4 blocks went to the GPU decoder"
+        );
     }
     assert_eq!(st.completed, st.requests);
 }
 
 #[test]
 fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
-    let Some(ctx) = gpustream::gpu::test_device() else { return };
+    let Some(ctx) = gpustream::gpu::test_device() else {
+        return;
+    };
     eprintln!("adapter: {}", ctx.describe());
     // GPU LZ4 decode, CPU LZ4 decode, zstd on CPU, stored blocks copied;
     // the small staging buffer forces many chunk cycles.
@@ -493,7 +733,9 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
 
 #[test]
 fn gpu_destination_validation_comes_back_from_enqueue() {
-    let Some(ctx) = gpustream::gpu::test_device() else { return };
+    let Some(ctx) = gpustream::gpu::test_device() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = texture_pack(dir.path(), Codec::Lz4);
     let rt = Runtime::new(&ctx.device, &ctx.queue, RuntimeConfig::default()).unwrap();
@@ -502,7 +744,11 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
     let rgba = pf.pack().find("rgba8").unwrap();
     let wrong = ctx.device.create_texture(&wgpu::TextureDescriptor {
         label: None,
-        size: wgpu::Extent3d { width: 128, height: 128, depth_or_array_layers: 1 },
+        size: wgpu::Extent3d {
+            width: 128,
+            height: 128,
+            depth_or_array_layers: 1,
+        },
         mip_level_count: 1,
         sample_count: 1,
         dimension: wgpu::TextureDimension::D2,
@@ -512,14 +758,32 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
     });
     let tile = |texture: &wgpu::Texture, x: u32| {
         Request::new(
-            Source::Tile { pack: pf.clone(), asset: rgba, mip: 0, x: 0, y: 0 },
-            Destination::Texture { texture: texture.clone(), mip: 0, origin: wgpu::Origin3d { x, y: 0, z: 0 }, extent: None },
+            Source::Tile {
+                pack: pf.clone(),
+                asset: rgba,
+                mip: 0,
+                x: 0,
+                y: 0,
+            },
+            Destination::Texture {
+                texture: texture.clone(),
+                mip: 0,
+                origin: wgpu::Origin3d { x, y: 0, z: 0 },
+                extent: None,
+            },
         )
     };
-    assert!(matches!(q.enqueue(tile(&wrong, 0)), Err(RequestError::Texture(_))));
+    assert!(matches!(
+        q.enqueue(tile(&wrong, 0)),
+        Err(RequestError::Texture(_))
+    ));
     let small = ctx.device.create_texture(&wgpu::TextureDescriptor {
         label: None,
-        size: wgpu::Extent3d { width: 128, height: 128, depth_or_array_layers: 1 },
+        size: wgpu::Extent3d {
+            width: 128,
+            height: 128,
+            depth_or_array_layers: 1,
+        },
         mip_level_count: 1,
         sample_count: 1,
         dimension: wgpu::TextureDimension::D2,
@@ -528,10 +792,24 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
         view_formats: &[],
     });
     assert!(q.enqueue(tile(&small, 0)).is_ok());
-    assert!(matches!(q.enqueue(tile(&small, 64)), Err(RequestError::Texture(_))), "out of bounds");
+    assert!(
+        matches!(q.enqueue(tile(&small, 64)), Err(RequestError::Texture(_))),
+        "out of bounds"
+    );
     let e = q.enqueue(Request::new(
-        Source::Tile { pack: pf.clone(), asset: rgba, mip: 0, x: 99, y: 0 },
-        Destination::Texture { texture: small.clone(), mip: 0, origin: wgpu::Origin3d::ZERO, extent: None },
+        Source::Tile {
+            pack: pf.clone(),
+            asset: rgba,
+            mip: 0,
+            x: 99,
+            y: 0,
+        },
+        Destination::Texture {
+            texture: small.clone(),
+            mip: 0,
+            origin: wgpu::Origin3d::ZERO,
+            extent: None,
+        },
     ));
     assert!(matches!(e, Err(RequestError::Pack(_))), "no such tile");
     let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -541,10 +819,28 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
         mapped_at_creation: false,
     });
     let mesh = pf.pack().find("mesh").unwrap();
-    let e = q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: mesh, range: None }, Destination::Buffer { buffer: buf, offset: 0 }));
+    let e = q.enqueue(Request::new(
+        Source::Blob {
+            pack: pf.clone(),
+            asset: mesh,
+            range: None,
+        },
+        Destination::Buffer {
+            buffer: buf,
+            offset: 0,
+        },
+    ));
     assert!(matches!(e, Err(RequestError::DestinationTooSmall { .. })));
     // A request larger than the staging buffer.
-    let rt2 = Runtime::new(&ctx.device, &ctx.queue, RuntimeConfig { staging_size: 256 << 10, ..Default::default() }).unwrap();
+    let rt2 = Runtime::new(
+        &ctx.device,
+        &ctx.queue,
+        RuntimeConfig {
+            staging_size: 256 << 10,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let pf2 = rt2.open_pack(&path).unwrap();
     let q2 = rt2.create_queue(QueueConfig::default());
     let big = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -553,8 +849,22 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
         usage: wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
-    let e = q2.enqueue(Request::new(Source::Blob { pack: pf2.clone(), asset: mesh, range: None }, Destination::Buffer { buffer: big, offset: 0 }));
-    assert!(matches!(e, Err(RequestError::StagingTooSmall { .. })), "{:?}", e.err().map(|e| e.to_string()));
+    let e = q2.enqueue(Request::new(
+        Source::Blob {
+            pack: pf2.clone(),
+            asset: mesh,
+            range: None,
+        },
+        Destination::Buffer {
+            buffer: big,
+            offset: 0,
+        },
+    ));
+    assert!(
+        matches!(e, Err(RequestError::StagingTooSmall { .. })),
+        "{:?}",
+        e.err().map(|e| e.to_string())
+    );
     let _: Option<AssetId> = None;
     let f = Fence::new();
     q.enqueue_signal(&f, 1);

@@ -13,27 +13,49 @@ use gpustream::runtime::{
 };
 
 fn runtime() -> Runtime {
-    Runtime::without_gpu(RuntimeConfig { cpu_threads: 2, ..Default::default() }).unwrap()
+    Runtime::without_gpu(RuntimeConfig {
+        cpu_threads: 2,
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 fn memory_queue(rt: &Runtime, capacity: usize) -> gpustream::runtime::Queue {
-    rt.create_queue(QueueConfig { capacity, source: SourceKind::Memory, ..Default::default() })
+    rt.create_queue(QueueConfig {
+        capacity,
+        source: SourceKind::Memory,
+        ..Default::default()
+    })
 }
 
 fn block(seed: u8, len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i as u8 / 7).wrapping_mul(seed).wrapping_add((i % 13) as u8)).collect()
+    (0..len)
+        .map(|i| {
+            (i as u8 / 7)
+                .wrapping_mul(seed)
+                .wrapping_add((i % 13) as u8)
+        })
+        .collect()
 }
 
 fn lz4_source(data: &[u8]) -> Source {
     let stored = Codec::Lz4.compress(data, 0).unwrap();
-    Source::Memory { data: stored.into(), codec: Codec::Lz4, size: data.len() as u32 }
+    Source::Memory {
+        data: stored.into(),
+        codec: Codec::Lz4,
+        size: data.len() as u32,
+    }
 }
 
 /// A memory source that fails to decode: a valid stream declared one byte
 /// longer than it decodes to.
 fn bad_source(data: &[u8]) -> Source {
     let stored = Codec::Lz4.compress(data, 0).unwrap();
-    Source::Memory { data: stored.into(), codec: Codec::Lz4, size: data.len() as u32 + 1 }
+    Source::Memory {
+        data: stored.into(),
+        codec: Codec::Lz4,
+        size: data.len() as u32 + 1,
+    }
 }
 
 #[test]
@@ -45,7 +67,14 @@ fn requests_deliver_and_fence_reaches_value() {
     for i in 0..1000 {
         let d = block(i as u8, 64);
         expect[i * 64..(i + 1) * 64].copy_from_slice(&d);
-        q.enqueue(Request::new(lz4_source(&d), Destination::Memory { memory: mem.clone(), offset: i * 64 })).unwrap();
+        q.enqueue(Request::new(
+            lz4_source(&d),
+            Destination::Memory {
+                memory: mem.clone(),
+                offset: i * 64,
+            },
+        ))
+        .unwrap();
     }
     let f = Fence::new();
     q.enqueue_signal(&f, 7);
@@ -79,17 +108,27 @@ fn status_entry_holds_first_failure_in_enqueue_order() {
     let mem = HostMemory::new(4096 * 8);
     let d = block(3, 4096);
     // Window 0: ok, bad (named "first"), ok, bad ("second").
-    let dest = |i: usize| Destination::Memory { memory: mem.clone(), offset: i * 4096 };
+    let dest = |i: usize| Destination::Memory {
+        memory: mem.clone(),
+        offset: i * 4096,
+    };
     q.enqueue(Request::new(lz4_source(&d), dest(0))).unwrap();
-    q.enqueue(Request::new(bad_source(&d), dest(1)).with_name("first").with_tag(11)).unwrap();
+    q.enqueue(
+        Request::new(bad_source(&d), dest(1))
+            .with_name("first")
+            .with_tag(11),
+    )
+    .unwrap();
     q.enqueue(Request::new(lz4_source(&d), dest(2))).unwrap();
-    q.enqueue(Request::new(bad_source(&d), dest(3)).with_name("second")).unwrap();
+    q.enqueue(Request::new(bad_source(&d), dest(3)).with_name("second"))
+        .unwrap();
     q.enqueue_status(&s, 0);
     // Window 1: all good.
     q.enqueue(Request::new(lz4_source(&d), dest(4))).unwrap();
     q.enqueue_status(&s, 1);
     // Window 2: one failure.
-    q.enqueue(Request::new(bad_source(&d), dest(5)).with_name("third")).unwrap();
+    q.enqueue(Request::new(bad_source(&d), dest(5)).with_name("third"))
+        .unwrap();
     q.enqueue_status(&s, 2);
     q.submit();
     match s.wait(0) {
@@ -105,7 +144,11 @@ fn status_entry_holds_first_failure_in_enqueue_order() {
     let rec = q.error_record();
     assert_eq!(rec.failure_count, 3);
     assert_eq!(rec.first_failure.unwrap().name.as_deref(), Some("first"));
-    assert_eq!(q.error_record().failure_count, 0, "retrieving starts a new record");
+    assert_eq!(
+        q.error_record().failure_count,
+        0,
+        "retrieving starts a new record"
+    );
 }
 
 #[test]
@@ -116,8 +159,17 @@ fn cancelled_requests_are_not_failures_and_fences_still_reach() {
     let d = block(9, 65536);
     for i in 0..64 {
         let tag = if i % 2 == 0 { 0xA0 } else { 0xB0 };
-        q.enqueue(Request::new(lz4_source(&d), Destination::Memory { memory: mem.clone(), offset: i * 65536 }).with_tag(tag))
-            .unwrap();
+        q.enqueue(
+            Request::new(
+                lz4_source(&d),
+                Destination::Memory {
+                    memory: mem.clone(),
+                    offset: i * 65536,
+                },
+            )
+            .with_tag(tag),
+        )
+        .unwrap();
     }
     let s = StatusArray::new(1);
     q.enqueue_status(&s, 0);
@@ -127,7 +179,10 @@ fn cancelled_requests_are_not_failures_and_fences_still_reach() {
     q.cancel(0xF0, 0xB0);
     q.submit();
     assert!(f.wait_timeout(1, Duration::from_secs(60)));
-    assert!(matches!(s.get(0), StatusEntry::Ok), "cancelled requests are not failures");
+    assert!(
+        matches!(s.get(0), StatusEntry::Ok),
+        "cancelled requests are not failures"
+    );
     let st = q.stats();
     assert_eq!(st.cancelled, 32);
     assert_eq!(st.completed, 32);
@@ -137,7 +192,10 @@ fn cancelled_requests_are_not_failures_and_fences_still_reach() {
         if i % 2 == 0 {
             assert_eq!(chunk, &d[..], "request {i} delivered");
         } else {
-            assert!(chunk.iter().all(|&b| b == 0), "cancelled request {i} wrote its destination");
+            assert!(
+                chunk.iter().all(|&b| b == 0),
+                "cancelled request {i} wrote its destination"
+            );
         }
     }
     assert_eq!(q.error_record().failure_count, 0);
@@ -149,24 +207,73 @@ fn validation_errors_come_back_from_enqueue() {
     let q = memory_queue(&rt, 128);
     let d = block(1, 100);
     let small = HostMemory::new(50);
-    let e = q.enqueue(Request::new(lz4_source(&d), Destination::Memory { memory: small.clone(), offset: 0 })).unwrap_err();
-    assert!(matches!(e, RequestError::DestinationTooSmall { needed: 100, .. }), "{e}");
-    let e = q.enqueue(Request::new(lz4_source(&d), Destination::Memory { memory: small, offset: usize::MAX })).unwrap_err();
+    let e = q
+        .enqueue(Request::new(
+            lz4_source(&d),
+            Destination::Memory {
+                memory: small.clone(),
+                offset: 0,
+            },
+        ))
+        .unwrap_err();
+    assert!(
+        matches!(e, RequestError::DestinationTooSmall { needed: 100, .. }),
+        "{e}"
+    );
+    let e = q
+        .enqueue(Request::new(
+            lz4_source(&d),
+            Destination::Memory {
+                memory: small,
+                offset: usize::MAX,
+            },
+        ))
+        .unwrap_err();
     assert!(matches!(e, RequestError::DestinationTooSmall { .. }), "{e}");
     // A file queue refuses memory sources.
     let fq = rt.create_queue(QueueConfig::default());
     let mem = HostMemory::new(100);
-    let e = fq.enqueue(Request::new(lz4_source(&d), Destination::Memory { memory: mem.clone(), offset: 0 })).unwrap_err();
+    let e = fq
+        .enqueue(Request::new(
+            lz4_source(&d),
+            Destination::Memory {
+                memory: mem.clone(),
+                offset: 0,
+            },
+        ))
+        .unwrap_err();
     assert!(matches!(e, RequestError::WrongSourceKind { .. }), "{e}");
     // Two requests in flight may not write overlapping host memory.
-    q.enqueue(Request::new(lz4_source(&d), Destination::Memory { memory: mem.clone(), offset: 0 })).unwrap();
-    let e = q.enqueue(Request::new(lz4_source(&d), Destination::Memory { memory: mem.clone(), offset: 0 })).unwrap_err();
+    q.enqueue(Request::new(
+        lz4_source(&d),
+        Destination::Memory {
+            memory: mem.clone(),
+            offset: 0,
+        },
+    ))
+    .unwrap();
+    let e = q
+        .enqueue(Request::new(
+            lz4_source(&d),
+            Destination::Memory {
+                memory: mem.clone(),
+                offset: 0,
+            },
+        ))
+        .unwrap_err();
     assert!(matches!(e, RequestError::DestinationBusy { .. }), "{e}");
     // Oversized declared size.
     let e = q
         .enqueue(Request::new(
-            Source::Memory { data: Arc::from(vec![0u8; 8]), codec: Codec::Lz4, size: 1 << 20 },
-            Destination::Memory { memory: HostMemory::new(1 << 20), offset: 0 },
+            Source::Memory {
+                data: Arc::from(vec![0u8; 8]),
+                codec: Codec::Lz4,
+                size: 1 << 20,
+            },
+            Destination::Memory {
+                memory: HostMemory::new(1 << 20),
+                offset: 0,
+            },
         ))
         .unwrap_err();
     assert!(matches!(e, RequestError::Codec(_)), "{e}");
@@ -182,8 +289,14 @@ fn dropping_a_queue_cancels_unsubmitted_requests_and_fires_fences() {
     {
         let q = memory_queue(&rt, 1024);
         for i in 0..16 {
-            q.enqueue(Request::new(lz4_source(&block(2, 65536)), Destination::Memory { memory: mem.clone(), offset: i * 65536 }))
-                .unwrap();
+            q.enqueue(Request::new(
+                lz4_source(&block(2, 65536)),
+                Destination::Memory {
+                    memory: mem.clone(),
+                    offset: i * 65536,
+                },
+            ))
+            .unwrap();
         }
         q.enqueue_signal(&f, 5);
     }
@@ -200,8 +313,14 @@ fn dropping_the_runtime_finishes_submitted_work() {
         let rt = runtime();
         q = memory_queue(&rt, 1024);
         for i in 0..16 {
-            q.enqueue(Request::new(lz4_source(&block(4, 65536)), Destination::Memory { memory: mem.clone(), offset: i * 65536 }))
-                .unwrap();
+            q.enqueue(Request::new(
+                lz4_source(&block(4, 65536)),
+                Destination::Memory {
+                    memory: mem.clone(),
+                    offset: i * 65536,
+                },
+            ))
+            .unwrap();
         }
         q.enqueue_signal(&f, 1);
         q.submit();
@@ -209,8 +328,14 @@ fn dropping_the_runtime_finishes_submitted_work() {
     assert_eq!(f.completed_value(), 1, "drop waited for the submitted work");
     // After the runtime is gone, new work fails rather than hangs.
     let g = Fence::new();
-    q.enqueue(Request::new(lz4_source(&block(4, 16)), Destination::Memory { memory: HostMemory::new(16), offset: 0 }))
-        .unwrap();
+    q.enqueue(Request::new(
+        lz4_source(&block(4, 16)),
+        Destination::Memory {
+            memory: HostMemory::new(16),
+            offset: 0,
+        },
+    ))
+    .unwrap();
     q.enqueue_signal(&g, 1);
     q.submit();
     assert!(g.wait_timeout(1, Duration::from_secs(10)));
@@ -225,7 +350,14 @@ fn fence_callback_and_future() {
     let (tx, rx) = std::sync::mpsc::channel();
     f.on_reached(2, move |v| tx.send(v).unwrap());
     let mem = HostMemory::new(64);
-    q.enqueue(Request::new(lz4_source(&block(5, 64)), Destination::Memory { memory: mem, offset: 0 })).unwrap();
+    q.enqueue(Request::new(
+        lz4_source(&block(5, 64)),
+        Destination::Memory {
+            memory: mem,
+            offset: 0,
+        },
+    ))
+    .unwrap();
     q.enqueue_signal(&f, 2);
     q.submit();
     assert_eq!(pollster::block_on(f.reached(2)), 2);

@@ -66,7 +66,14 @@ fn mesh() -> Vec<f32> {
             let (u0, v0) = (i as f32 / GRID as f32, j as f32 / GRID as f32);
             let (u1, v1) = ((i + 1) as f32 / GRID as f32, (j + 1) as f32 / GRID as f32);
             let p = |u: f32, t: f32| [u * 1.8 - 0.9, 0.9 - t * 1.8, u, t];
-            for c in [p(u0, v0), p(u1, v0), p(u0, v1), p(u1, v0), p(u1, v1), p(u0, v1)] {
+            for c in [
+                p(u0, v0),
+                p(u1, v0),
+                p(u0, v1),
+                p(u1, v0),
+                p(u1, v1),
+                p(u0, v1),
+            ] {
                 v.extend_from_slice(&c);
             }
         }
@@ -75,7 +82,9 @@ fn mesh() -> Vec<f32> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let out_path = std::env::args().nth(1).unwrap_or_else(|| "target/engine_integration.png".into());
+    let out_path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "target/engine_integration.png".into());
 
     // The engine's own device and queue.
     let ctx = gpustream::gpu::open_device()?;
@@ -86,9 +95,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pack_path = std::path::Path::new("target").join("engine_integration.gspk");
     let verts = mesh();
     {
-        let mut w = PackWriter::create(&pack_path, WriterOptions { codec: Codec::Lz4, ..Default::default() })?;
+        let mut w = PackWriter::create(
+            &pack_path,
+            WriterOptions {
+                codec: Codec::Lz4,
+                ..Default::default()
+            },
+        )?;
         w.add_blob("mesh/grid.vb", bytemuck::cast_slice(&verts))?;
-        w.add_texture("textures/checker", TextureFormat::Rgba8Unorm, SIZE, SIZE, &mips())?;
+        w.add_texture(
+            "textures/checker",
+            TextureFormat::Rgba8Unorm,
+            SIZE,
+            SIZE,
+            &mips(),
+        )?;
         w.finish()?;
     }
 
@@ -97,7 +118,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pack = runtime.open_pack(&pack_path)?;
     let queue = runtime.create_queue(QueueConfig::default());
     let mesh_id = pack.pack().find("mesh/grid.vb").ok_or("mesh missing")?;
-    let tex_id = pack.pack().find("textures/checker").ok_or("texture missing")?;
+    let tex_id = pack
+        .pack()
+        .find("textures/checker")
+        .ok_or("texture missing")?;
     let info = pack.pack().asset(tex_id).texture.ok_or("not a texture")?;
 
     let vertex_buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -108,7 +132,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let texture = ctx.device.create_texture(&wgpu::TextureDescriptor {
         label: Some("checker"),
-        size: wgpu::Extent3d { width: info.width, height: info.height, depth_or_array_layers: 1 },
+        size: wgpu::Extent3d {
+            width: info.width,
+            height: info.height,
+            depth_or_array_layers: 1,
+        },
         mip_level_count: info.mip_count as u32,
         sample_count: 1,
         dimension: wgpu::TextureDimension::D2,
@@ -119,8 +147,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     queue.enqueue(
         Request::new(
-            Source::Blob { pack: pack.clone(), asset: mesh_id, range: None },
-            Destination::Buffer { buffer: vertex_buffer.clone(), offset: 0 },
+            Source::Blob {
+                pack: pack.clone(),
+                asset: mesh_id,
+                range: None,
+            },
+            Destination::Buffer {
+                buffer: vertex_buffer.clone(),
+                offset: 0,
+            },
         )
         .with_name("mesh"),
     )?;
@@ -130,11 +165,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 for x in 0..tx {
                     let r = pack.pack().tile_region(tex_id, mip, x, y)?;
                     queue.enqueue(Request::new(
-                        Source::Tile { pack: pack.clone(), asset: tex_id, mip, x, y },
+                        Source::Tile {
+                            pack: pack.clone(),
+                            asset: tex_id,
+                            mip,
+                            x,
+                            y,
+                        },
                         Destination::Texture {
                             texture: texture.clone(),
                             mip: mip as u32,
-                            origin: wgpu::Origin3d { x: r.x, y: r.y, z: 0 },
+                            origin: wgpu::Origin3d {
+                                x: r.x,
+                                y: r.y,
+                                z: 0,
+                            },
                             extent: None,
                         },
                     ))?;
@@ -144,8 +189,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(first) = pack.pack().packed_mips(tex_id)?.mips.first() {
         queue.enqueue(Request::new(
-            Source::PackedMips { pack: pack.clone(), asset: tex_id },
-            Destination::Texture { texture: texture.clone(), mip: first.mip as u32, origin: wgpu::Origin3d::ZERO, extent: None },
+            Source::PackedMips {
+                pack: pack.clone(),
+                asset: tex_id,
+            },
+            Destination::Texture {
+                texture: texture.clone(),
+                mip: first.mip as u32,
+                origin: wgpu::Origin3d::ZERO,
+                extent: None,
+            },
         ))?;
     }
     let fence = Fence::new();
@@ -162,16 +215,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(f) = errors.first_failure {
         return Err(format!("{} requests failed; first: {f}", errors.failure_count).into());
     }
-    println!("streamed {} requests, {} bytes delivered", queue.stats().requests, queue.stats().bytes_delivered);
+    println!(
+        "streamed {} requests, {} bytes delivered",
+        queue.stats().requests,
+        queue.stats().bytes_delivered
+    );
 
     // Draw one frame offscreen.
-    let shader = ctx.device.create_shader_module(wgpu::ShaderModuleDescriptor {
-        label: Some("engine_integration"),
-        source: wgpu::ShaderSource::Wgsl(include_str!("draw.wgsl").into()),
-    });
+    let shader = ctx
+        .device
+        .create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("engine_integration"),
+            source: wgpu::ShaderSource::Wgsl(include_str!("draw.wgsl").into()),
+        });
     let target = ctx.device.create_texture(&wgpu::TextureDescriptor {
         label: Some("frame"),
-        size: wgpu::Extent3d { width: OUT, height: OUT, depth_or_array_layers: 1 },
+        size: wgpu::Extent3d {
+            width: OUT,
+            height: OUT,
+            depth_or_array_layers: 1,
+        },
         mip_level_count: 1,
         sample_count: 1,
         dimension: wgpu::TextureDimension::D2,
@@ -185,40 +248,47 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         mipmap_filter: wgpu::MipmapFilterMode::Linear,
         ..Default::default()
     });
-    let pipeline = ctx.device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
-        label: Some("draw"),
-        layout: None,
-        vertex: wgpu::VertexState {
-            module: &shader,
-            entry_point: Some("vs_main"),
-            compilation_options: Default::default(),
-            buffers: &[wgpu::VertexBufferLayout {
-                array_stride: 16,
-                step_mode: wgpu::VertexStepMode::Vertex,
-                attributes: &wgpu::vertex_attr_array![0 => Float32x2, 1 => Float32x2],
-            }],
-        },
-        fragment: Some(wgpu::FragmentState {
-            module: &shader,
-            entry_point: Some("fs_main"),
-            compilation_options: Default::default(),
-            targets: &[Some(wgpu::TextureFormat::Rgba8Unorm.into())],
-        }),
-        primitive: Default::default(),
-        depth_stencil: None,
-        multisample: Default::default(),
-        multiview_mask: None,
-        cache: None,
-    });
+    let pipeline = ctx
+        .device
+        .create_render_pipeline(&wgpu::RenderPipelineDescriptor {
+            label: Some("draw"),
+            layout: None,
+            vertex: wgpu::VertexState {
+                module: &shader,
+                entry_point: Some("vs_main"),
+                compilation_options: Default::default(),
+                buffers: &[Some(wgpu::VertexBufferLayout {
+                    array_stride: 16,
+                    step_mode: wgpu::VertexStepMode::Vertex,
+                    attributes: &wgpu::vertex_attr_array![0 => Float32x2, 1 => Float32x2],
+                })],
+            },
+            fragment: Some(wgpu::FragmentState {
+                module: &shader,
+                entry_point: Some("fs_main"),
+                compilation_options: Default::default(),
+                targets: &[Some(wgpu::TextureFormat::Rgba8Unorm.into())],
+            }),
+            primitive: Default::default(),
+            depth_stencil: None,
+            multisample: Default::default(),
+            multiview_mask: None,
+            cache: None,
+        });
     let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
         label: None,
         layout: &pipeline.get_bind_group_layout(0),
         entries: &[
             wgpu::BindGroupEntry {
                 binding: 0,
-                resource: wgpu::BindingResource::TextureView(&texture.create_view(&Default::default())),
+                resource: wgpu::BindingResource::TextureView(
+                    &texture.create_view(&Default::default()),
+                ),
             },
-            wgpu::BindGroupEntry { binding: 1, resource: wgpu::BindingResource::Sampler(&sampler) },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: wgpu::BindingResource::Sampler(&sampler),
+            },
         ],
     });
     let readback = ctx.device.create_buffer(&wgpu::BufferDescriptor {
@@ -236,7 +306,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 view: &view,
                 depth_slice: None,
                 resolve_target: None,
-                ops: wgpu::Operations { load: wgpu::LoadOp::Clear(wgpu::Color::BLACK), store: wgpu::StoreOp::Store },
+                ops: wgpu::Operations {
+                    load: wgpu::LoadOp::Clear(wgpu::Color::BLACK),
+                    store: wgpu::StoreOp::Store,
+                },
             })],
             depth_stencil_attachment: None,
             timestamp_writes: None,
@@ -249,18 +322,37 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         pass.draw(0..(verts.len() / 4) as u32, 0..1);
     }
     enc.copy_texture_to_buffer(
-        wgpu::TexelCopyTextureInfo { texture: &target, mip_level: 0, origin: wgpu::Origin3d::ZERO, aspect: wgpu::TextureAspect::All },
+        wgpu::TexelCopyTextureInfo {
+            texture: &target,
+            mip_level: 0,
+            origin: wgpu::Origin3d::ZERO,
+            aspect: wgpu::TextureAspect::All,
+        },
         wgpu::TexelCopyBufferInfo {
             buffer: &readback,
-            layout: wgpu::TexelCopyBufferLayout { offset: 0, bytes_per_row: Some(OUT * 4), rows_per_image: Some(OUT) },
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(OUT * 4),
+                rows_per_image: Some(OUT),
+            },
         },
-        wgpu::Extent3d { width: OUT, height: OUT, depth_or_array_layers: 1 },
+        wgpu::Extent3d {
+            width: OUT,
+            height: OUT,
+            depth_or_array_layers: 1,
+        },
     );
     ctx.queue.submit([enc.finish()]);
     readback.slice(..).map_async(wgpu::MapMode::Read, |_| {});
     ctx.device.poll(wgpu::PollType::wait_indefinitely())?;
     let pixels = readback.slice(..).get_mapped_range()?.to_vec();
-    image::save_buffer(&out_path, &pixels, OUT, OUT, image::ExtendedColorType::Rgba8)?;
+    image::save_buffer(
+        &out_path,
+        &pixels,
+        OUT,
+        OUT,
+        image::ExtendedColorType::Rgba8,
+    )?;
     println!("wrote {out_path}");
     Ok(())
 }

@@ -13,7 +13,9 @@ use gpustream::completion::Fence;
 use gpustream::destinations::HostMemory;
 use gpustream::io::{IoConfig, OpenMode};
 use gpustream::pack::{AssetKind, Pack, PackWriter, WriterOptions};
-use gpustream::runtime::{Destination, QueueConfig, QueueStats, Request, Runtime, RuntimeConfig, Source};
+use gpustream::runtime::{
+    Destination, QueueConfig, QueueStats, Request, Runtime, RuntimeConfig, Source,
+};
 
 use super::CliResult;
 
@@ -128,7 +130,12 @@ fn cpu_seconds() -> f64 {
 /// cached beside it.
 fn variant(src: &Path, codec: Codec) -> Result<PathBuf, Box<dyn std::error::Error + Send + Sync>> {
     let pack = Pack::open(src)?;
-    if pack.blocks().iter().all(|b| b.codec == codec || b.codec == Codec::None) && codec != Codec::None {
+    if pack
+        .blocks()
+        .iter()
+        .all(|b| b.codec == codec || b.codec == Codec::None)
+        && codec != Codec::None
+    {
         return Ok(src.to_path_buf());
     }
     let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("pack");
@@ -141,9 +148,20 @@ fn variant(src: &Path, codec: Codec) -> Result<PathBuf, Box<dyn std::error::Erro
             return Ok(out);
         }
     }
-    eprintln!("bench: writing the {codec} variant of {} to {}", src.display(), out.display());
+    eprintln!(
+        "bench: writing the {codec} variant of {} to {}",
+        src.display(),
+        out.display()
+    );
     let level = if codec == Codec::Zstd { 3 } else { 0 };
-    let mut w = PackWriter::create(&out, WriterOptions { codec, level, ..Default::default() })?;
+    let mut w = PackWriter::create(
+        &out,
+        WriterOptions {
+            codec,
+            level,
+            ..Default::default()
+        },
+    )?;
     for (i, a) in pack.assets().iter().enumerate() {
         let id = gpustream::pack::AssetId(i as u32);
         match (a.kind, &a.texture) {
@@ -168,7 +186,11 @@ struct Targets {
     delivered: u64,
 }
 
-fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<&gpustream::gpu::GpuContext>, limit: u64) -> Targets {
+fn build_targets(
+    pf: &std::sync::Arc<gpustream::runtime::PackFile>,
+    ctx: Option<&gpustream::gpu::GpuContext>,
+    limit: u64,
+) -> Targets {
     let pack = pf.pack();
     let mut requests = Vec::new();
     let mut delivered = 0u64;
@@ -180,12 +202,21 @@ fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<
         match (&a.texture, ctx) {
             (Some(t), Some(ctx)) if a.kind == AssetKind::Texture => {
                 let fmt = t.format.wgpu();
-                if fmt.is_compressed() && !ctx.device.features().contains(wgpu::Features::TEXTURE_COMPRESSION_BC) {
+                if fmt.is_compressed()
+                    && !ctx
+                        .device
+                        .features()
+                        .contains(wgpu::Features::TEXTURE_COMPRESSION_BC)
+                {
                     continue;
                 }
                 let tex = ctx.device.create_texture(&wgpu::TextureDescriptor {
                     label: Some(&a.name),
-                    size: wgpu::Extent3d { width: t.width, height: t.height, depth_or_array_layers: 1 },
+                    size: wgpu::Extent3d {
+                        width: t.width,
+                        height: t.height,
+                        depth_or_array_layers: 1,
+                    },
                     mip_level_count: t.mip_count as u32,
                     sample_count: 1,
                     dimension: wgpu::TextureDimension::D2,
@@ -197,13 +228,25 @@ fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<
                     if let Ok(Some((tx, ty))) = pack.tile_grid(asset, mip) {
                         for y in 0..ty {
                             for x in 0..tx {
-                                let Ok(r) = pack.tile_region(asset, mip, x, y) else { continue };
+                                let Ok(r) = pack.tile_region(asset, mip, x, y) else {
+                                    continue;
+                                };
                                 requests.push(Request::new(
-                                    Source::Tile { pack: pf.clone(), asset, mip, x, y },
+                                    Source::Tile {
+                                        pack: pf.clone(),
+                                        asset,
+                                        mip,
+                                        x,
+                                        y,
+                                    },
                                     Destination::Texture {
                                         texture: tex.clone(),
                                         mip: mip as u32,
-                                        origin: wgpu::Origin3d { x: r.x, y: r.y, z: 0 },
+                                        origin: wgpu::Origin3d {
+                                            x: r.x,
+                                            y: r.y,
+                                            z: 0,
+                                        },
                                         extent: None,
                                     },
                                 ));
@@ -214,8 +257,16 @@ fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<
                 if let Ok(p) = pack.packed_mips(asset) {
                     if let Some(first) = p.mips.first() {
                         requests.push(Request::new(
-                            Source::PackedMips { pack: pf.clone(), asset },
-                            Destination::Texture { texture: tex.clone(), mip: first.mip as u32, origin: wgpu::Origin3d::ZERO, extent: None },
+                            Source::PackedMips {
+                                pack: pf.clone(),
+                                asset,
+                            },
+                            Destination::Texture {
+                                texture: tex.clone(),
+                                mip: first.mip as u32,
+                                origin: wgpu::Origin3d::ZERO,
+                                extent: None,
+                            },
                         ));
                     }
                 }
@@ -236,8 +287,15 @@ fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<
                 while at < a.size {
                     let end = (at + piece).min(a.size);
                     requests.push(Request::new(
-                        Source::Blob { pack: pf.clone(), asset, range: Some(at..end) },
-                        Destination::Buffer { buffer: buf.clone(), offset: at },
+                        Source::Blob {
+                            pack: pf.clone(),
+                            asset,
+                            range: Some(at..end),
+                        },
+                        Destination::Buffer {
+                            buffer: buf.clone(),
+                            offset: at,
+                        },
                     ));
                     at = end;
                 }
@@ -249,8 +307,15 @@ fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<
                 let mem = HostMemory::new(a.size as usize);
                 if a.kind == AssetKind::Blob {
                     requests.push(Request::new(
-                        Source::Blob { pack: pf.clone(), asset, range: None },
-                        Destination::Memory { memory: mem, offset: 0 },
+                        Source::Blob {
+                            pack: pf.clone(),
+                            asset,
+                            range: None,
+                        },
+                        Destination::Memory {
+                            memory: mem,
+                            offset: 0,
+                        },
                     ));
                 } else {
                     let mut off = 0usize;
@@ -262,10 +327,21 @@ fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<
                             if let Ok(Some((tx, ty))) = pack.tile_grid(asset, mip) {
                                 for y in 0..ty {
                                     for x in 0..tx {
-                                        let Ok(r) = pack.tile_region(asset, mip, x, y) else { continue };
+                                        let Ok(r) = pack.tile_region(asset, mip, x, y) else {
+                                            continue;
+                                        };
                                         requests.push(Request::new(
-                                            Source::Tile { pack: pf.clone(), asset, mip, x, y },
-                                            Destination::Memory { memory: mem.clone(), offset: off },
+                                            Source::Tile {
+                                                pack: pf.clone(),
+                                                asset,
+                                                mip,
+                                                x,
+                                                y,
+                                            },
+                                            Destination::Memory {
+                                                memory: mem.clone(),
+                                                offset: off,
+                                            },
                                         ));
                                         off += r.size() as usize;
                                     }
@@ -275,8 +351,14 @@ fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<
                         if let Ok(p) = pack.packed_mips(asset) {
                             if !p.mips.is_empty() && off + p.len as usize <= mem.len() {
                                 requests.push(Request::new(
-                                    Source::PackedMips { pack: pf.clone(), asset },
-                                    Destination::Memory { memory: mem.clone(), offset: off },
+                                    Source::PackedMips {
+                                        pack: pf.clone(),
+                                        asset,
+                                    },
+                                    Destination::Memory {
+                                        memory: mem.clone(),
+                                        offset: off,
+                                    },
                                 ));
                             }
                         }
@@ -286,13 +368,22 @@ fn build_targets(pf: &std::sync::Arc<gpustream::runtime::PackFile>, ctx: Option<
             }
         }
     }
-    Targets { requests, delivered }
+    Targets {
+        requests,
+        delivered,
+    }
 }
 
 /// The baseline for a case, measured now on the same data: N threads of
 /// raw `lz4_flex`/zstd block decompression from memory, or a plain loop of
 /// `queue.write_buffer` (or memcpy) for stored blocks.
-fn baseline(pack: &Pack, case: &str, threads: usize, ctx: Option<&gpustream::gpu::GpuContext>, limit: u64) -> (f64, String) {
+fn baseline(
+    pack: &Pack,
+    case: &str,
+    threads: usize,
+    ctx: Option<&gpustream::gpu::GpuContext>,
+    limit: u64,
+) -> (f64, String) {
     let bytes = std::fs::read(pack.path()).unwrap_or_default();
     let mut blocks: Vec<(&[u8], usize)> = Vec::new();
     let mut total = 0u64;
@@ -324,18 +415,32 @@ fn baseline(pack: &Pack, case: &str, threads: usize, ctx: Option<&gpustream::gpu
                 }
                 let _ = ctx.device.poll(wgpu::PollType::wait_indefinitely());
                 let s = t0.elapsed().as_secs_f64();
-                (data.len() as f64 / s / 1e9, "queue.write_buffer loop".into())
+                (
+                    data.len() as f64 / s / 1e9,
+                    "queue.write_buffer loop".into(),
+                )
             } else {
                 let mut dst = vec![0u8; data.len()];
                 let t0 = Instant::now();
                 dst.copy_from_slice(&data);
                 std::hint::black_box(&dst);
-                (data.len() as f64 / t0.elapsed().as_secs_f64() / 1e9, "memcpy".into())
+                (
+                    data.len() as f64 / t0.elapsed().as_secs_f64() / 1e9,
+                    "memcpy".into(),
+                )
             }
         }
         _ => {
-            let codec = if case.ends_with("zstd") { Codec::Zstd } else { Codec::Lz4 };
-            let name = if codec == Codec::Zstd { "zstd" } else { "lz4_flex" };
+            let codec = if case.ends_with("zstd") {
+                Codec::Zstd
+            } else {
+                Codec::Lz4
+            };
+            let name = if codec == Codec::Zstd {
+                "zstd"
+            } else {
+                "lz4_flex"
+            };
             // One thread, raw decoder, same blocks; scaled by N threads.
             let mut out = vec![0u8; gpustream::MAX_BLOCK_SIZE];
             let t0 = Instant::now();
@@ -351,7 +456,10 @@ fn baseline(pack: &Pack, case: &str, threads: usize, ctx: Option<&gpustream::gpu
                 }
             }
             let gbps = n as f64 / t0.elapsed().as_secs_f64() / 1e9;
-            (gbps * threads as f64, format!("{threads} x raw {name} (1 thread, scaled)"))
+            (
+                gbps * threads as f64,
+                format!("{threads} x raw {name} (1 thread, scaled)"),
+            )
         }
     }
 }
@@ -360,18 +468,25 @@ fn baseline(pack: &Pack, case: &str, threads: usize, ctx: Option<&gpustream::gpu
 pub fn run(args: Args) -> CliResult {
     let quick = args.quick;
     let iters = args.iters.unwrap_or(if quick { 2 } else { 3 }).max(1);
-    let staging = args.staging.clone().unwrap_or_else(|| if quick { vec![32] } else { vec![16, 64, 256] });
+    let staging =
+        args.staging
+            .clone()
+            .unwrap_or_else(|| if quick { vec![32] } else { vec![16, 64, 256] });
     let ctx = gpustream::gpu::open_device().ok();
     let mut notes = Vec::new();
     if ctx.is_none() {
         notes.push("no GPU adapter: CPU cases only, into host memory".to_string());
     }
     let all_cases = ["none", "cpu-lz4", "cpu-zstd", "gpu-lz4"];
-    let cases: Vec<String> =
-        args.cases.clone().unwrap_or_else(|| all_cases.iter().map(|s| s.to_string()).collect());
+    let cases: Vec<String> = args
+        .cases
+        .clone()
+        .unwrap_or_else(|| all_cases.iter().map(|s| s.to_string()).collect());
     for c in &cases {
         if !all_cases.contains(&c.as_str()) {
-            return Err(format!("unknown case '{c}' (expected none, cpu-lz4, cpu-zstd, gpu-lz4)").into());
+            return Err(
+                format!("unknown case '{c}' (expected none, cpu-lz4, cpu-zstd, gpu-lz4)").into(),
+            );
         }
     }
     let src = match &args.pack {
@@ -380,13 +495,18 @@ pub fn run(args: Args) -> CliResult {
             let path = Path::new("target").join("gpustream-demo.gspk");
             gpustream::pack::demo::ensure_demo_pack(
                 &path,
-                &gpustream::pack::demo::DemoConfig { size_bytes: args.demo_mib << 20, ..Default::default() },
+                gpustream::pack::demo::DemoConfig {
+                    size_bytes: args.demo_mib << 20,
+                    ..Default::default()
+                },
                 true,
             )?
         }
     };
     let limit = if quick { 48 << 20 } else { u64::MAX };
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
     let mut rows = Vec::new();
     let mut io_backend = String::new();
     let mut bypassed = false;
@@ -411,7 +531,11 @@ pub fn run(args: Args) -> CliResult {
                 staging_size: mib << 20,
                 gpu_decompression: case == "gpu-lz4",
                 cpu_threads: threads,
-                open_mode: if args.buffered { OpenMode::Buffered } else { OpenMode::Auto },
+                open_mode: if args.buffered {
+                    OpenMode::Buffered
+                } else {
+                    OpenMode::Auto
+                },
                 io: IoConfig::default(),
                 ..Default::default()
             };
@@ -424,21 +548,30 @@ pub fn run(args: Args) -> CliResult {
             bypassed = pf.is_direct();
             // Two destination sets, so sustained mode can queue one while
             // the other is in flight.
-            let sets = [build_targets(&pf, ctx.as_ref(), limit), build_targets(&pf, ctx.as_ref(), limit)];
+            let sets = [
+                build_targets(&pf, ctx.as_ref(), limit),
+                build_targets(&pf, ctx.as_ref(), limit),
+            ];
             let delivered = sets[0].delivered;
-            let q = rt.create_queue(QueueConfig { capacity: 8192, ..Default::default() });
+            let q = rt.create_queue(QueueConfig {
+                capacity: 8192,
+                ..Default::default()
+            });
             let fence = Fence::new();
             let mut value = 0u64;
             let mut times = Vec::new();
-            let enqueue_all = |set: &Targets, value: &mut u64| -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
-                for r in &set.requests {
-                    q.enqueue(r.clone())?;
-                }
-                *value += 1;
-                q.enqueue_signal(&fence, *value);
-                q.submit();
-                Ok(*value)
-            };
+            let enqueue_all =
+                |set: &Targets,
+                 value: &mut u64|
+                 -> Result<u64, Box<dyn std::error::Error + Send + Sync>> {
+                    for r in &set.requests {
+                        q.enqueue(r.clone())?;
+                    }
+                    *value += 1;
+                    q.enqueue_signal(&fence, *value);
+                    q.submit();
+                    Ok(*value)
+                };
             // Warm-up (also fills the page cache for buffered runs).
             let v = enqueue_all(&sets[0], &mut value)?;
             fence.wait(v);
@@ -449,7 +582,11 @@ pub fn run(args: Args) -> CliResult {
                 let mut prev = enqueue_all(&sets[1], &mut value)?;
                 let mut t_prev = Instant::now();
                 for i in 0..iters {
-                    let next = if i + 1 < iters { Some(enqueue_all(&sets[(i as usize) % 2], &mut value)?) } else { None };
+                    let next = if i + 1 < iters {
+                        Some(enqueue_all(&sets[(i as usize) % 2], &mut value)?)
+                    } else {
+                        None
+                    };
                     fence.wait(prev);
                     times.push(t_prev.elapsed());
                     t_prev = Instant::now();
@@ -480,7 +617,9 @@ pub fn run(args: Args) -> CliResult {
             let d = diff(&st, &warm);
             let per_iter = |x: u64| x as f64 / iters as f64;
             times.sort();
-            let median = times[times.len() / 2].max(Duration::from_nanos(1)).as_secs_f64();
+            let median = times[times.len() / 2]
+                .max(Duration::from_nanos(1))
+                .as_secs_f64();
             let delivered_gbps = delivered as f64 / median / 1e9;
             let read_per_iter = per_iter(d.bytes_read);
             let gb_total = delivered as f64 * iters as f64 / 1e9;
@@ -497,7 +636,8 @@ pub fn run(args: Args) -> CliResult {
                 requests_per_submit: d.requests as f64 / d.submits.max(1) as f64,
                 latency_p50_us: st.latency.quantile_us(0.5),
                 latency_p99_us: st.latency.quantile_us(0.99),
-                copies_per_byte: d.bytes_host_copied as f64 / (delivered as f64 * iters as f64).max(1.0),
+                copies_per_byte: d.bytes_host_copied as f64
+                    / (delivered as f64 * iters as f64).max(1.0),
                 baseline_gbps: base_gbps,
                 baseline: base_what.clone(),
                 ratio_to_baseline: delivered_gbps / base_gbps.max(1e-9),
@@ -509,7 +649,10 @@ pub fn run(args: Args) -> CliResult {
     }
     let report = BenchReport {
         date: super::utc_now(),
-        adapter: ctx.as_ref().map(|c| c.describe()).unwrap_or_else(|| "none".into()),
+        adapter: ctx
+            .as_ref()
+            .map(|c| c.describe())
+            .unwrap_or_else(|| "none".into()),
         io_backend,
         page_cache_bypassed: bypassed,
         pack: src.display().to_string(),
@@ -545,32 +688,49 @@ fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
 
 fn print_report(r: &BenchReport) {
     println!("gpustream bench  {}", r.date);
-    println!("adapter: {}   I/O: {}   page cache bypassed: {}   CPU threads: {}", r.adapter, r.io_backend, r.page_cache_bypassed, r.cpu_threads);
-    println!("pack: {}{}", r.pack, if r.sustained { "   (sustained)" } else { "" });
+    println!(
+        "adapter: {}   I/O: {}   page cache bypassed: {}   CPU threads: {}",
+        r.adapter, r.io_backend, r.page_cache_bypassed, r.cpu_threads
+    );
+    println!(
+        "pack: {}{}",
+        r.pack,
+        if r.sustained { "   (sustained)" } else { "" }
+    );
     for n in &r.notes {
         println!("note: {n}");
     }
-    println!(
-        "{:<9} {:>7} {:>6} {:>9} {:>8} {:>8} {:>9} {:>8} {:>9} {:>9} {:>7}  baseline",
-        "case", "staging", "ratio", "deliv GB/s", "read GB/s", "CPU s/GB", "req/submit", "p50 ms", "p99 ms", "base GB/s", "ours/base"
-    );
+    let mut t = gpustream::report::table::Table::new([
+        "case",
+        "staging MiB",
+        "ratio",
+        "delivered GB/s",
+        "read GB/s",
+        "CPU s/GB",
+        "req/submit",
+        "p50 ms",
+        "p99 ms",
+        "baseline GB/s",
+        "ours/baseline",
+        "baseline",
+    ]);
     for row in &r.rows {
-        println!(
-            "{:<9} {:>4} MiB {:>6.2} {:>9.3} {:>9.3} {:>8.3} {:>9.1} {:>8.2} {:>9.2} {:>9.3} {:>7.2}  {}",
-            row.case,
-            row.staging_mib,
-            row.ratio,
-            row.delivered_gbps,
-            row.read_gbps,
-            row.cpu_s_per_gb,
-            row.requests_per_submit,
-            row.latency_p50_us / 1e3,
-            row.latency_p99_us / 1e3,
-            row.baseline_gbps,
-            row.ratio_to_baseline,
-            row.baseline
-        );
+        t.row([
+            row.case.clone(),
+            row.staging_mib.to_string(),
+            format!("{:.2}", row.ratio),
+            format!("{:.3}", row.delivered_gbps),
+            format!("{:.3}", row.read_gbps),
+            format!("{:.3}", row.cpu_s_per_gb),
+            format!("{:.1}", row.requests_per_submit),
+            format!("{:.2}", row.latency_p50_us / 1e3),
+            format!("{:.2}", row.latency_p99_us / 1e3),
+            format!("{:.3}", row.baseline_gbps),
+            format!("{:.2}", row.ratio_to_baseline),
+            row.baseline.clone(),
+        ]);
     }
+    print!("{t}");
     println!("where the time goes (per iteration, summed over threads/chunks in flight):");
     for row in &r.rows {
         println!(
@@ -585,9 +745,23 @@ fn plot(r: &BenchReport, path: &Path) -> CliResult {
     for row in &r.rows {
         match series.iter_mut().find(|(n, _)| *n == row.case) {
             Some((_, pts)) => pts.push((row.staging_mib as f64, row.delivered_gbps)),
-            None => series.push((row.case.clone(), vec![(row.staging_mib as f64, row.delivered_gbps)])),
+            None => series.push((
+                row.case.clone(),
+                vec![(row.staging_mib as f64, row.delivered_gbps)],
+            )),
         }
     }
-    gpustream::report::plot::line_plot(path, "gpustream bench: delivered GB/s vs staging", "staging (MiB)", "GB/s delivered", &series, true)?;
+    let panel = gpustream::report::plot::LinePlot {
+        title: format!("gpustream bench ({})", r.adapter),
+        x_label: "staging buffer (MiB)".into(),
+        y_label: "GB/s of uncompressed data delivered".into(),
+        log_x: true,
+        log_y: false,
+        series: series
+            .into_iter()
+            .map(|(name, points)| gpustream::report::plot::Series { name, points })
+            .collect(),
+    };
+    gpustream::report::plot::save_png(path, &[panel], 1, 1000, 650)?;
     Ok(())
 }

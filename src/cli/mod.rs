@@ -2,20 +2,23 @@
 
 pub mod adapters;
 pub mod bench;
-pub mod replay;
 pub mod demo_pack;
 pub mod info;
 pub mod pack;
+pub mod replay;
+pub mod sweep;
 pub mod unpack;
 pub mod verify;
-pub mod sweep;
 
 /// The error type the subcommands return: a message with its causes.
 pub type CliResult = Result<(), Box<dyn std::error::Error + Send + Sync>>;
 
 /// The current UTC time as RFC 3339 (seconds), without a date crate.
 pub fn utc_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     // Civil-from-days (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;
@@ -28,5 +31,10 @@ pub fn utc_now() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem / 60 % 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }

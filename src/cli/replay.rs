@@ -12,7 +12,10 @@ use serde::Serialize;
 use gpustream::completion::Fence;
 use gpustream::destinations::HostMemory;
 use gpustream::runtime::trace::{TraceHeader, TraceRecord, TraceSource, TRACE_VERSION};
-use gpustream::runtime::{Destination, PackFile, Priority, Queue, QueueConfig, Request, Runtime, RuntimeConfig, Source, SourceKind};
+use gpustream::runtime::{
+    Destination, PackFile, Priority, Queue, QueueConfig, Request, Runtime, RuntimeConfig, Source,
+    SourceKind,
+};
 
 use super::CliResult;
 
@@ -53,9 +56,11 @@ struct Trace {
 fn load(path: &Path) -> Result<Trace, Box<dyn std::error::Error + Send + Sync>> {
     let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = std::io::BufReader::new(f).lines();
-    let first = lines.next().ok_or_else(|| format!("{}: empty trace", path.display()))??;
-    let header: TraceHeader =
-        serde_json::from_str(&first).map_err(|e| format!("{}:1: not a gpustream trace header: {e}", path.display()))?;
+    let first = lines
+        .next()
+        .ok_or_else(|| format!("{}: empty trace", path.display()))??;
+    let header: TraceHeader = serde_json::from_str(&first)
+        .map_err(|e| format!("{}:1: not a gpustream trace header: {e}", path.display()))?;
     if header.format != "gpustream-trace" || header.version != TRACE_VERSION {
         return Err(format!(
             "{}:1: trace format '{}' version {} (this build reads version {TRACE_VERSION})",
@@ -71,7 +76,8 @@ fn load(path: &Path) -> Result<Trace, Box<dyn std::error::Error + Send + Sync>> 
         if line.trim().is_empty() {
             continue;
         }
-        let rec: TraceRecord = serde_json::from_str(&line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 2))?;
+        let rec: TraceRecord = serde_json::from_str(&line)
+            .map_err(|e| format!("{}:{}: {e}", path.display(), i + 2))?;
         records.push((i + 2, rec));
     }
     Ok(Trace { records })
@@ -95,8 +101,18 @@ pub fn replay(args: ReplayArgs) -> CliResult {
     let trace = load(&args.trace)?;
     let ctx = gpustream::gpu::open_device().ok();
     let rt = match &ctx {
-        Some(c) => Runtime::new(&c.device, &c.queue, RuntimeConfig { staging_size: args.staging << 20, ..Default::default() })?,
-        None => Runtime::without_gpu(RuntimeConfig { staging_size: args.staging << 20, ..Default::default() })?,
+        Some(c) => Runtime::new(
+            &c.device,
+            &c.queue,
+            RuntimeConfig {
+                staging_size: args.staging << 20,
+                ..Default::default()
+            },
+        )?,
+        None => Runtime::without_gpu(RuntimeConfig {
+            staging_size: args.staging << 20,
+            ..Default::default()
+        })?,
     };
     let tp = args.trace.display().to_string();
     // Validate everything first: a missing pack or an out-of-range block
@@ -108,37 +124,88 @@ pub fn replay(args: ReplayArgs) -> CliResult {
     for (line, rec) in &trace.records {
         match rec {
             TraceRecord::Pack { id, path } => {
-                let pf = rt.open_pack(path).map_err(|e| format!("{tp}:{line}: pack {id} ({}): {e}", path.display()))?;
+                let pf = rt
+                    .open_pack(path)
+                    .map_err(|e| format!("{tp}:{line}: pack {id} ({}): {e}", path.display()))?;
                 packs.insert(*id, pf);
             }
-            TraceRecord::Queue { id, priority, capacity } => {
-                queues.insert(*id, rt.create_queue(QueueConfig { capacity: *capacity, priority: *priority, ..Default::default() }));
+            TraceRecord::Queue {
+                id,
+                priority,
+                capacity,
+            } => {
+                queues.insert(
+                    *id,
+                    rt.create_queue(QueueConfig {
+                        capacity: *capacity,
+                        priority: *priority,
+                        ..Default::default()
+                    }),
+                );
             }
-            TraceRecord::Request { queue, pack, asset, source, size, dest, .. } => {
+            TraceRecord::Request {
+                queue,
+                pack,
+                asset,
+                source,
+                size,
+                dest,
+                ..
+            } => {
                 let q = *queue;
                 if !queues.contains_key(&q) {
-                    queues.insert(q, rt.create_queue(QueueConfig { priority: Priority::Normal, ..Default::default() }));
+                    queues.insert(
+                        q,
+                        rt.create_queue(QueueConfig {
+                            priority: Priority::Normal,
+                            ..Default::default()
+                        }),
+                    );
                 }
                 let (Some(pid), Some(name)) = (pack, asset) else {
                     // Memory sources carry no data in the trace: skipped.
                     let _ = SourceKind::Memory;
                     continue;
                 };
-                let pf = packs.get(pid).ok_or_else(|| format!("{tp}:{line}: pack {pid} was never declared"))?.clone();
-                let id = pf.pack().find(name).ok_or_else(|| format!("{tp}:{line}: no asset '{name}' in {}", pf.path().display()))?;
+                let pf = packs
+                    .get(pid)
+                    .ok_or_else(|| format!("{tp}:{line}: pack {pid} was never declared"))?
+                    .clone();
+                let id = pf.pack().find(name).ok_or_else(|| {
+                    format!("{tp}:{line}: no asset '{name}' in {}", pf.path().display())
+                })?;
                 let a = pf.pack().asset(id).clone();
                 let src = match source {
                     TraceSource::Blob { range } => {
                         if range[0] > range[1] || range[1] > a.size {
-                            return Err(format!("{tp}:{line}: range {range:?} is outside '{name}' ({} bytes)", a.size).into());
+                            return Err(format!(
+                                "{tp}:{line}: range {range:?} is outside '{name}' ({} bytes)",
+                                a.size
+                            )
+                            .into());
                         }
-                        Source::Blob { pack: pf.clone(), asset: id, range: Some(range[0]..range[1]) }
+                        Source::Blob {
+                            pack: pf.clone(),
+                            asset: id,
+                            range: Some(range[0]..range[1]),
+                        }
                     }
                     TraceSource::Tile { mip, x, y } => {
-                        pf.pack().tile(id, *mip, *x, *y).map_err(|e| format!("{tp}:{line}: {e}"))?;
-                        Source::Tile { pack: pf.clone(), asset: id, mip: *mip, x: *x, y: *y }
+                        pf.pack()
+                            .tile(id, *mip, *x, *y)
+                            .map_err(|e| format!("{tp}:{line}: {e}"))?;
+                        Source::Tile {
+                            pack: pf.clone(),
+                            asset: id,
+                            mip: *mip,
+                            x: *x,
+                            y: *y,
+                        }
                     }
-                    TraceSource::Packed => Source::PackedMips { pack: pf.clone(), asset: id },
+                    TraceSource::Packed => Source::PackedMips {
+                        pack: pf.clone(),
+                        asset: id,
+                    },
                     TraceSource::Memory { .. } => continue,
                 };
                 let dst = match (dest.as_str(), &ctx, &a.texture) {
@@ -148,7 +215,11 @@ pub fn replay(args: ReplayArgs) -> CliResult {
                             .or_insert_with(|| {
                                 c.device.create_texture(&wgpu::TextureDescriptor {
                                     label: Some(name),
-                                    size: wgpu::Extent3d { width: t.width, height: t.height, depth_or_array_layers: 1 },
+                                    size: wgpu::Extent3d {
+                                        width: t.width,
+                                        height: t.height,
+                                        depth_or_array_layers: 1,
+                                    },
                                     mip_level_count: t.mip_count as u32,
                                     sample_count: 1,
                                     dimension: wgpu::TextureDimension::D2,
@@ -160,12 +231,36 @@ pub fn replay(args: ReplayArgs) -> CliResult {
                             .clone();
                         match source {
                             TraceSource::Tile { mip, x, y } => {
-                                let r = pf.pack().tile_region(id, *mip, *x, *y).map_err(|e| format!("{tp}:{line}: {e}"))?;
-                                Destination::Texture { texture: tex, mip: *mip as u32, origin: wgpu::Origin3d { x: r.x, y: r.y, z: 0 }, extent: None }
+                                let r = pf
+                                    .pack()
+                                    .tile_region(id, *mip, *x, *y)
+                                    .map_err(|e| format!("{tp}:{line}: {e}"))?;
+                                Destination::Texture {
+                                    texture: tex,
+                                    mip: *mip as u32,
+                                    origin: wgpu::Origin3d {
+                                        x: r.x,
+                                        y: r.y,
+                                        z: 0,
+                                    },
+                                    extent: None,
+                                }
                             }
                             _ => {
-                                let first = pf.pack().packed_mips(id).map_err(|e| format!("{tp}:{line}: {e}"))?.mips.first().map(|m| m.mip).unwrap_or(0);
-                                Destination::Texture { texture: tex, mip: first as u32, origin: wgpu::Origin3d::ZERO, extent: None }
+                                let first = pf
+                                    .pack()
+                                    .packed_mips(id)
+                                    .map_err(|e| format!("{tp}:{line}: {e}"))?
+                                    .mips
+                                    .first()
+                                    .map(|m| m.mip)
+                                    .unwrap_or(0);
+                                Destination::Texture {
+                                    texture: tex,
+                                    mip: first as u32,
+                                    origin: wgpu::Origin3d::ZERO,
+                                    extent: None,
+                                }
                             }
                         }
                     }
@@ -178,7 +273,10 @@ pub fn replay(args: ReplayArgs) -> CliResult {
                         }),
                         offset: 0,
                     },
-                    _ => Destination::Memory { memory: HostMemory::new(*size as usize), offset: 0 },
+                    _ => Destination::Memory {
+                        memory: HostMemory::new(*size as usize),
+                        offset: 0,
+                    },
                 };
                 plan.push((q, Some(Request::new(src, dst))));
             }
@@ -226,7 +324,10 @@ pub fn replay(args: ReplayArgs) -> CliResult {
         seconds: secs,
         disk_mb_s: read as f64 / secs / 1e6,
         uncompressed_mb_s: delivered as f64 / secs / 1e6,
-        adapter: ctx.as_ref().map(|c| c.describe()).unwrap_or_else(|| "none (host memory)".into()),
+        adapter: ctx
+            .as_ref()
+            .map(|c| c.describe())
+            .unwrap_or_else(|| "none (host memory)".into()),
     };
     println!(
         "{} requests in {} submits ({:.1} per submit), {:.3} s: disk {:.1} MB/s, uncompressed to {} {:.1} MB/s",
@@ -265,14 +366,24 @@ struct TraceInfo {
 /// Runs `gpustream trace-info`.
 pub fn info(args: InfoArgs) -> CliResult {
     let trace = load(&args.trace)?;
-    let mut t = TraceInfo { few_threshold: args.few, ..Default::default() };
+    let mut t = TraceInfo {
+        few_threshold: args.few,
+        ..Default::default()
+    };
     let mut hist = vec![0u64; 40];
     let mut last_t = 0u64;
     for (_, rec) in &trace.records {
         match rec {
             TraceRecord::Pack { .. } => t.packs += 1,
             TraceRecord::Queue { .. } => t.queues += 1,
-            TraceRecord::Request { source, size, stored, dest, t_us, .. } => {
+            TraceRecord::Request {
+                source,
+                size,
+                stored,
+                dest,
+                t_us,
+                ..
+            } => {
                 t.requests += 1;
                 t.bytes_stored += stored;
                 t.bytes_delivered += size;
@@ -297,7 +408,12 @@ pub fn info(args: InfoArgs) -> CliResult {
             }
         }
     }
-    t.size_histogram = hist.iter().enumerate().filter(|(_, n)| **n > 0).map(|(i, n)| (1u64 << i, *n)).collect();
+    t.size_histogram = hist
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| (1u64 << i, *n))
+        .collect();
     t.duration_s = last_t as f64 / 1e6;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&t)?);
@@ -305,7 +421,12 @@ pub fn info(args: InfoArgs) -> CliResult {
     }
     println!("{}: {} requests, {} submits ({:.1} requests per submit), {} signals, {} queues, {} packs over {:.3} s",
         args.trace.display(), t.requests, t.submits, t.requests as f64 / t.submits.max(1) as f64, t.signals, t.queues, t.packs, t.duration_s);
-    println!("bytes: {} stored, {} delivered (ratio {:.2})", t.bytes_stored, t.bytes_delivered, t.bytes_delivered as f64 / t.bytes_stored.max(1) as f64);
+    println!(
+        "bytes: {} stored, {} delivered (ratio {:.2})",
+        t.bytes_stored,
+        t.bytes_delivered,
+        t.bytes_delivered as f64 / t.bytes_stored.max(1) as f64
+    );
     println!("by source: {:?}", t.by_source);
     println!("by destination: {:?}", t.by_dest);
     println!(

@@ -31,7 +31,11 @@ impl std::fmt::Display for RequestFailure {
         } else {
             write!(f, "request ")?;
         }
-        write!(f, "({} -> {}, tag {:#x}): {}", self.source, self.destination, self.tag, self.error)
+        write!(
+            f,
+            "({} -> {}, tag {:#x}): {}",
+            self.source, self.destination, self.tag, self.error
+        )
     }
 }
 

@@ -39,14 +39,21 @@ impl Default for Fence {
 
 impl std::fmt::Debug for Fence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Fence").field("completed_value", &self.completed_value()).finish()
+        f.debug_struct("Fence")
+            .field("completed_value", &self.completed_value())
+            .finish()
     }
 }
 
 impl Fence {
     /// A new fence at value 0.
     pub fn new() -> Fence {
-        Fence { inner: Arc::new(Inner { state: Mutex::new(State::default()), cond: Condvar::new() }) }
+        Fence {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State::default()),
+                cond: Condvar::new(),
+            }),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -77,7 +84,12 @@ impl Fence {
             if now >= deadline {
                 return false;
             }
-            s = self.inner.cond.wait_timeout(s, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+            s = self
+                .inner
+                .cond
+                .wait_timeout(s, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
         true
     }
@@ -98,7 +110,10 @@ impl Fence {
 
     /// A future that resolves once the fence reaches `value`.
     pub fn reached(&self, value: u64) -> FenceReached {
-        FenceReached { fence: self.clone(), value }
+        FenceReached {
+            fence: self.clone(),
+            value,
+        }
     }
 
     /// Raises the fence to `value` (never lowers it) and wakes whoever waits
@@ -109,9 +124,13 @@ impl Fence {
             return;
         }
         s.value = value;
-        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut s.callbacks).into_iter().partition(|(v, _)| *v <= value);
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut s.callbacks)
+            .into_iter()
+            .partition(|(v, _)| *v <= value);
         s.callbacks = keep;
-        let (wake, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut s.wakers).into_iter().partition(|(v, _)| *v <= value);
+        let (wake, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut s.wakers)
+            .into_iter()
+            .partition(|(v, _)| *v <= value);
         s.wakers = wait;
         drop(s);
         self.inner.cond.notify_all();

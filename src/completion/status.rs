@@ -41,7 +41,9 @@ pub struct StatusArray {
 
 impl std::fmt::Debug for StatusArray {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StatusArray").field("len", &self.len()).finish()
+        f.debug_struct("StatusArray")
+            .field("len", &self.len())
+            .finish()
     }
 }
 
@@ -49,7 +51,10 @@ impl StatusArray {
     /// An array of `len` entries, all pending.
     pub fn new(len: usize) -> StatusArray {
         StatusArray {
-            inner: Arc::new(Inner { entries: Mutex::new(vec![StatusEntry::Pending; len]), cond: Condvar::new() }),
+            inner: Arc::new(Inner {
+                entries: Mutex::new(vec![StatusEntry::Pending; len]),
+                cond: Condvar::new(),
+            }),
         }
     }
 
@@ -69,7 +74,10 @@ impl StatusArray {
 
     /// The entry at `index` (`Pending` for an index out of range).
     pub fn get(&self, index: usize) -> StatusEntry {
-        self.lock().get(index).cloned().unwrap_or(StatusEntry::Pending)
+        self.lock()
+            .get(index)
+            .cloned()
+            .unwrap_or(StatusEntry::Pending)
     }
 
     /// Whether entry `index` is complete.

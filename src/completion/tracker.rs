@@ -96,7 +96,10 @@ impl Tracker {
             return Vec::new();
         }
         if let Outcome::Failed(f) = outcome {
-            let e = self.window_first.entry(window).or_insert_with(|| (seq, f.clone()));
+            let e = self
+                .window_first
+                .entry(window)
+                .or_insert_with(|| (seq, f.clone()));
             if seq < e.0 {
                 *e = (seq, f.clone());
             }
@@ -211,7 +214,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         fire(t.complete(4, w4, Outcome::Done));
-        assert!(matches!(s.get(1), StatusEntry::Ok), "the second window had no failure");
+        assert!(
+            matches!(s.get(1), StatusEntry::Ok),
+            "the second window had no failure"
+        );
         let rec = t.take_error_record();
         assert_eq!(rec.failure_count, 2);
         assert_eq!(rec.first_failure.unwrap().tag, 1);

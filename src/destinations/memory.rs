@@ -39,7 +39,9 @@ pub struct HostMemoryBusy {
 
 impl std::fmt::Debug for HostMemory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostMemory").field("len", &self.len()).finish()
+        f.debug_struct("HostMemory")
+            .field("len", &self.len())
+            .finish()
     }
 }
 
@@ -71,9 +73,16 @@ impl HostMemory {
     }
 
     /// Runs `f` on bytes `range` once no request in flight writes them.
-    pub fn with_bytes<R>(&self, range: Range<usize>, f: impl FnOnce(&[u8]) -> R) -> Result<R, HostMemoryBusy> {
+    pub fn with_bytes<R>(
+        &self,
+        range: Range<usize>,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, HostMemoryBusy> {
         let claims = self.inner.claims.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, c)) = claims.iter().find(|(_, c)| c.start < range.end && range.start < c.end) {
+        if let Some((_, c)) = claims
+            .iter()
+            .find(|(_, c)| c.start < range.end && range.start < c.end)
+        {
             return Err(HostMemoryBusy { range: c.clone() });
         }
         // SAFETY: no claim overlaps `range` and none can start while we hold
@@ -91,11 +100,18 @@ impl HostMemory {
     /// Claims `range` for request `id`; fails if another claim overlaps.
     pub(crate) fn claim(&self, id: u64, range: Range<usize>) -> Result<HostClaim, Range<usize>> {
         let mut claims = self.inner.claims.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, c)) = claims.iter().find(|(_, c)| c.start < range.end && range.start < c.end) {
+        if let Some((_, c)) = claims
+            .iter()
+            .find(|(_, c)| c.start < range.end && range.start < c.end)
+        {
             return Err(c.clone());
         }
         claims.push((id, range.clone()));
-        Ok(HostClaim { mem: self.clone(), id, range })
+        Ok(HostClaim {
+            mem: self.clone(),
+            id,
+            range,
+        })
     }
 }
 
@@ -124,8 +140,16 @@ impl HostClaim {
 
 impl Drop for HostClaim {
     fn drop(&mut self) {
-        let mut claims = self.mem.inner.claims.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = claims.iter().position(|(id, r)| *id == self.id && *r == self.range) {
+        let mut claims = self
+            .mem
+            .inner
+            .claims
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = claims
+            .iter()
+            .position(|(id, r)| *id == self.id && *r == self.range)
+        {
             claims.swap_remove(i);
         }
     }

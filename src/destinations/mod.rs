@@ -8,5 +8,5 @@
 mod memory;
 pub mod texture;
 
-pub use memory::{HostMemory, HostMemoryBusy};
 pub(crate) use memory::HostClaim;
+pub use memory::{HostMemory, HostMemoryBusy};

@@ -37,7 +37,11 @@ pub fn region_layout(format: wgpu::TextureFormat, width: u32, height: u32) -> Op
     let row_bytes = width.div_ceil(bw).checked_mul(bytes)?;
     let rows = height.div_ceil(bh);
     let row_pitch = row_bytes.checked_next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)?;
-    Some(RegionLayout { row_bytes, rows, row_pitch })
+    Some(RegionLayout {
+        row_bytes,
+        rows,
+        row_pitch,
+    })
 }
 
 /// Why a texture region cannot receive a request's data.
@@ -72,7 +76,9 @@ pub enum TextureRegionError {
         count: u32,
     },
     /// The region reaches outside the mip.
-    #[error("region at ({x},{y}) of {width}x{height} is outside mip {mip} of {mip_width}x{mip_height}")]
+    #[error(
+        "region at ({x},{y}) of {width}x{height} is outside mip {mip} of {mip_width}x{mip_height}"
+    )]
     OutOfBounds {
         /// Region origin x.
         x: u32,
@@ -122,21 +128,35 @@ pub fn check_region(
     height: u32,
 ) -> Result<(), TextureRegionError> {
     if texture.format() != format {
-        return Err(TextureRegionError::WrongFormat { expected: format, got: texture.format() });
+        return Err(TextureRegionError::WrongFormat {
+            expected: format,
+            got: texture.format(),
+        });
     }
     if !texture.usage().contains(wgpu::TextureUsages::COPY_DST) {
         return Err(TextureRegionError::MissingCopyDst);
     }
     if mip >= texture.mip_level_count() {
-        return Err(TextureRegionError::NoSuchMip { mip, count: texture.mip_level_count() });
+        return Err(TextureRegionError::NoSuchMip {
+            mip,
+            count: texture.mip_level_count(),
+        });
     }
     let layers = texture.depth_or_array_layers();
     if origin.z >= layers {
-        return Err(TextureRegionError::NoSuchLayer { layer: origin.z, count: layers });
+        return Err(TextureRegionError::NoSuchLayer {
+            layer: origin.z,
+            count: layers,
+        });
     }
     let (bw, bh) = format.block_dimensions();
     if origin.x % bw != 0 || origin.y % bh != 0 {
-        return Err(TextureRegionError::Unaligned { x: origin.x, y: origin.y, bw, bh });
+        return Err(TextureRegionError::Unaligned {
+            x: origin.x,
+            y: origin.y,
+            bw,
+            bh,
+        });
     }
     // The mip's size in texels, rounded up to whole blocks: BC mips smaller
     // than a block are still copied as one whole block.
@@ -163,7 +183,11 @@ pub fn check_region(
 /// clipped to the mip's physical size as wgpu wants it.
 pub(crate) fn copy_extent(format: wgpu::TextureFormat, width: u32, height: u32) -> wgpu::Extent3d {
     let (bw, bh) = format.block_dimensions();
-    wgpu::Extent3d { width: width.next_multiple_of(bw), height: height.next_multiple_of(bh), depth_or_array_layers: 1 }
+    wgpu::Extent3d {
+        width: width.next_multiple_of(bw),
+        height: height.next_multiple_of(bh),
+        depth_or_array_layers: 1,
+    }
 }
 
 #[cfg(test)]

@@ -72,10 +72,22 @@ pub(crate) enum Cmd {
 
 /// Events from CPU threads and wgpu callbacks.
 pub(crate) enum Event {
-    CpuDone { part: Part, run: Option<u64>, result: Result<(), RequestError>, nanos: u64, copied: u64 },
-    GpuDone { chunk: usize },
-    StatusMapped { chunk: usize },
-    ChunkMapped { chunk: usize },
+    CpuDone {
+        part: Part,
+        run: Option<u64>,
+        result: Result<(), RequestError>,
+        nanos: u64,
+        copied: u64,
+    },
+    GpuDone {
+        chunk: usize,
+    },
+    StatusMapped {
+        chunk: usize,
+    },
+    ChunkMapped {
+        chunk: usize,
+    },
 }
 
 struct Job {
@@ -183,7 +195,12 @@ impl Dispatcher {
     pub(crate) fn new(
         rt: Arc<RuntimeShared>,
         cmds: Receiver<Cmd>,
-        gpu: Option<(wgpu::Device, wgpu::Queue, StagingRing, Option<Lz4DecodePipeline>)>,
+        gpu: Option<(
+            wgpu::Device,
+            wgpu::Queue,
+            StagingRing,
+            Option<Lz4DecodePipeline>,
+        )>,
         cpu_threads: usize,
         bounce_limit: u64,
     ) -> Dispatcher {
@@ -207,8 +224,19 @@ impl Dispatcher {
                     lz4_out: 0,
                 })
                 .collect();
-            let lz4_out_cap = (device.limits().max_storage_buffer_binding_size as u64).min(256 << 20);
-            GpuSide { device, queue, ring, chunks, open: None, lz4, owed, kick, lz4_out_cap }
+            let lz4_out_cap =
+                (device.limits().max_storage_buffer_binding_size as u64).min(256 << 20);
+            GpuSide {
+                device,
+                queue,
+                ring,
+                chunks,
+                open: None,
+                lz4,
+                owed,
+                kick,
+                lz4_out_cap,
+            }
         });
         Dispatcher {
             rt,
@@ -261,7 +289,15 @@ impl Dispatcher {
             if let Cmd::Batch(jobs) = cmd {
                 for spec in jobs {
                     let id = spec.id;
-                    self.jobs.insert(id, Job { spec, parts_left: 0, error: Some(RequestError::ShutDown), assembly_buf: None });
+                    self.jobs.insert(
+                        id,
+                        Job {
+                            spec,
+                            parts_left: 0,
+                            error: Some(RequestError::ShutDown),
+                            assembly_buf: None,
+                        },
+                    );
                     self.complete_job(id);
                 }
             }
@@ -273,9 +309,20 @@ impl Dispatcher {
             let id = spec.id;
             let parts = std::mem::take(&mut spec.parts);
             let prio = spec.queue.priority_index();
-            let assembly_buf = spec.assembly.as_ref().map(|a| Arc::new(std::sync::Mutex::new(vec![0u8; a.len])));
+            let assembly_buf = spec
+                .assembly
+                .as_ref()
+                .map(|a| Arc::new(std::sync::Mutex::new(vec![0u8; a.len])));
             let n = parts.len();
-            self.jobs.insert(id, Job { spec, parts_left: n, error: None, assembly_buf });
+            self.jobs.insert(
+                id,
+                Job {
+                    spec,
+                    parts_left: n,
+                    error: None,
+                    assembly_buf,
+                },
+            );
             if n == 0 {
                 self.parts_done(id);
                 continue;
@@ -289,9 +336,14 @@ impl Dispatcher {
     /// of realtime requests cannot starve the rest.
     fn next_part(&mut self) -> Option<Part> {
         self.picks += 1;
-        let top = (0..PRIORITIES).rev().find(|&p| !self.waiting[p].is_empty())?;
+        let top = (0..PRIORITIES)
+            .rev()
+            .find(|&p| !self.waiting[p].is_empty())?;
         let level = if self.picks % 8 == 0 {
-            (0..top).rev().find(|&p| !self.waiting[p].is_empty()).unwrap_or(top)
+            (0..top)
+                .rev()
+                .find(|&p| !self.waiting[p].is_empty())
+                .unwrap_or(top)
         } else {
             top
         };
@@ -299,7 +351,11 @@ impl Dispatcher {
     }
 
     fn push_back_front(&mut self, part: Part) {
-        let prio = self.jobs.get(&part.job).map(|j| j.spec.queue.priority_index()).unwrap_or(1);
+        let prio = self
+            .jobs
+            .get(&part.job)
+            .map(|j| j.spec.queue.priority_index())
+            .unwrap_or(1);
         self.waiting[prio].push_front(part);
     }
 
@@ -310,7 +366,11 @@ impl Dispatcher {
         let cap = self.rt.config.io.queue_depth.max(1) * 8;
         while batch.len() < cap {
             let Some(part) = self.next_part() else { break };
-            if self.jobs.get(&part.job).is_none_or(|j| j.spec.ctl.is_cancelled()) {
+            if self
+                .jobs
+                .get(&part.job)
+                .is_none_or(|j| j.spec.ctl.is_cancelled())
+            {
                 self.finish_part(part.job, None, Err(RequestError::Cancelled));
                 continue;
             }
@@ -344,7 +404,11 @@ impl Dispatcher {
         });
         let max_read = self.rt.config.io.max_read as u64;
         let max_over = self.rt.config.io.max_overread as u64;
-        let chunk_cap = self.gpu.as_ref().map(|g| g.ring.chunk_size()).unwrap_or(u64::MAX);
+        let chunk_cap = self
+            .gpu
+            .as_ref()
+            .map(|g| g.ring.chunk_size())
+            .unwrap_or(u64::MAX);
         let mut runs: Vec<Vec<Part>> = Vec::new();
         for p in file_parts {
             if let Some(last) = runs.last_mut() {
@@ -354,7 +418,11 @@ impl Dispatcher {
                     _ => false,
                 };
                 let start = last[0].block.offset;
-                let end = last.iter().map(|q| q.block.offset + q.block.stored as u64).max().unwrap_or(start);
+                let end = last
+                    .iter()
+                    .map(|q| q.block.offset + q.block.stored as u64)
+                    .max()
+                    .unwrap_or(start);
                 let new_end = end.max(p.block.offset + p.block.stored as u64);
                 if same
                     && staging_family(l) == staging_family(&p)
@@ -396,10 +464,16 @@ impl Dispatcher {
     /// Reserves the memory a run needs and builds its read, or gives the run
     /// back when memory is short.
     fn issue_run(&mut self, parts: Vec<Part>) -> Result<ReadOp, Vec<Part>> {
-        let BlockData::File(pf, _) = &parts[0].block.data else { unreachable!("file parts only") };
+        let BlockData::File(pf, _) = &parts[0].block.data else {
+            unreachable!("file parts only")
+        };
         let pf = pf.clone();
         let start = parts[0].block.offset;
-        let end = parts.iter().map(|p| p.block.offset + p.block.stored as u64).max().unwrap_or(start);
+        let end = parts
+            .iter()
+            .map(|p| p.block.offset + p.block.stored as u64)
+            .max()
+            .unwrap_or(start);
         let align = pf.file.alignment() as u64;
         let (a_off, a_len, _) = io::align_range(start, (end - start) as usize, align as usize);
         let queue = self.jobs[&parts[0].job].spec.queue.clone();
@@ -408,7 +482,8 @@ impl Dispatcher {
         let (target, dest) = if to_staging {
             let out: u64 = parts.iter().map(lz4_out).sum();
             self.make_room_for_lz4(out);
-            let Some((chunk, offset, ptr)) = self.alloc_staging(a_len as u64, align.max(256)) else {
+            let Some((chunk, offset, ptr)) = self.alloc_staging(a_len as u64, align.max(256))
+            else {
                 return Err(parts);
             };
             let w = &mut self.gpu.as_mut().expect("staging implies a GPU").chunks[chunk];
@@ -475,8 +550,25 @@ impl Dispatcher {
         let id = self.next_run;
         self.next_run += 1;
         let prio = queue.priority;
-        self.runs.insert(id, Run { parts, file_offset: a_off, len: a_len, target, issued: Instant::now(), queue });
-        ReadOp { file: pf.file.clone(), offset: a_off, len: a_len, dest, priority: prio.into(), user_data: id }
+        self.runs.insert(
+            id,
+            Run {
+                parts,
+                file_offset: a_off,
+                len: a_len,
+                target,
+                issued: Instant::now(),
+                queue,
+            },
+        );
+        ReadOp {
+            file: pf.file.clone(),
+            offset: a_off,
+            len: a_len,
+            dest,
+            priority: prio.into(),
+            user_data: id,
+        }
     }
 
     fn alloc_staging(&mut self, len: u64, align: u64) -> Option<(usize, u64, *mut u8)> {
@@ -496,7 +588,12 @@ impl Dispatcher {
             };
             if let Some(off) = g.ring.chunks[c].alloc(len, align) {
                 self.staging_in_use = self.staging_in_use.max(
-                    g.chunks.iter().enumerate().filter(|(_, w)| w.state != ChunkState::Free).map(|(i, _)| g.ring.chunks[i].used).sum(),
+                    g.chunks
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, w)| w.state != ChunkState::Free)
+                        .map(|(i, _)| g.ring.chunks[i].used)
+                        .sum(),
                 );
                 // SAFETY: the range was just reserved inside the mapped chunk.
                 let ptr = unsafe { g.ring.chunks[c].ptr_at(off) };
@@ -524,22 +621,32 @@ impl Dispatcher {
             Class::Cpu => {
                 let need = part.staging_out();
                 if need > 0 {
-                    let Some((c, off, _)) = self.alloc_staging(need, 256) else { return Err(part) };
+                    let Some((c, off, _)) = self.alloc_staging(need, 256) else {
+                        return Err(part);
+                    };
                     self.gpu.as_mut().expect("staging implies a GPU").chunks[c].pending += 1;
                     part.staged_at = Some((c, off));
                 }
-                let BlockData::Memory(data, range) = part.block.data.clone() else { unreachable!() };
+                let BlockData::Memory(data, range) = part.block.data.clone() else {
+                    unreachable!()
+                };
                 self.spawn_cpu(part, Arc::new(data), range.start, None);
             }
             Class::Raw | Class::GpuLz4 => {
                 let len = part.block.stored as u64;
                 let out = lz4_out(&part);
                 self.make_room_for_lz4(out);
-                let Some((c, off, ptr)) = self.alloc_staging(len.max(4), 256) else { return Err(part) };
+                let Some((c, off, ptr)) = self.alloc_staging(len.max(4), 256) else {
+                    return Err(part);
+                };
                 self.gpu.as_mut().expect("staging implies a GPU").chunks[c].lz4_out += out;
-                let BlockData::Memory(data, range) = &part.block.data else { unreachable!() };
+                let BlockData::Memory(data, range) = &part.block.data else {
+                    unreachable!()
+                };
                 // SAFETY: `ptr` is a fresh reservation of `len` bytes in a mapped chunk.
-                unsafe { std::ptr::copy_nonoverlapping(data[range.clone()].as_ptr(), ptr, len as usize) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(data[range.clone()].as_ptr(), ptr, len as usize)
+                };
                 self.count_copy(part.job, len);
                 let g = self.gpu.as_mut().expect("staging implies a GPU");
                 g.chunks[c].staged.push(Staged { part, offset: off });
@@ -550,12 +657,25 @@ impl Dispatcher {
 
     fn count_copy(&self, job: u64, bytes: u64) {
         if let Some(j) = self.jobs.get(&job) {
-            j.spec.queue.stats.lock().unwrap_or_else(|e| e.into_inner()).bytes_host_copied += bytes;
+            j.spec
+                .queue
+                .stats
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .bytes_host_copied += bytes;
         }
     }
 
-    fn spawn_cpu<D: std::ops::Deref<Target = [u8]> + Send + Sync + 'static>(&mut self, part: Part, data: Arc<D>, at: usize, run: Option<u64>) {
-        let Some(job) = self.jobs.get(&part.job) else { return };
+    fn spawn_cpu<D: std::ops::Deref<Target = [u8]> + Send + Sync + 'static>(
+        &mut self,
+        part: Part,
+        data: Arc<D>,
+        at: usize,
+        run: Option<u64>,
+    ) {
+        let Some(job) = self.jobs.get(&part.job) else {
+            return;
+        };
         let ctl = job.spec.ctl.clone();
         let claim = job.spec.claim.clone();
         let assembly = job.assembly_buf.clone();
@@ -569,18 +689,32 @@ impl Dispatcher {
         self.workers.spawn(move || {
             let t0 = Instant::now();
             let bytes: &[u8] = std::ops::Deref::deref(&*data);
-            let (result, copied) =
-                workers::decode_part(&part, &bytes[at..], &ctl, claim.as_deref(), assembly.as_deref(), staging);
+            let (result, copied) = workers::decode_part(
+                &part,
+                &bytes[at..],
+                &ctl,
+                claim.as_deref(),
+                assembly.as_deref(),
+                staging,
+            );
             // Let go of the claim before reporting: the job may complete (and
             // its fence fire) as soon as the dispatcher hears of this part.
             drop(claim);
             drop(assembly);
-            let _ = tx.send(Event::CpuDone { part, run, result, nanos: t0.elapsed().as_nanos() as u64, copied });
+            let _ = tx.send(Event::CpuDone {
+                part,
+                run,
+                result,
+                nanos: t0.elapsed().as_nanos() as u64,
+                copied,
+            });
         });
     }
 
     fn on_read(&mut self, c: ReadCompletion) {
-        let Some(run) = self.runs.remove(&c.user_data) else { return };
+        let Some(run) = self.runs.remove(&c.user_data) else {
+            return;
+        };
         {
             let mut st = run.queue.stats.lock().unwrap_or_else(|e| e.into_inner());
             st.reads += 1;
@@ -598,9 +732,13 @@ impl Dispatcher {
             let rel = part.block.offset - run.file_offset;
             let need = rel + part.block.stored as u64;
             let failure = if let Some(e) = &err {
-                Some(RequestError::Io(Arc::new(e.for_range(part.block.offset, part.block.stored as usize))))
+                Some(RequestError::Io(Arc::new(
+                    e.for_range(part.block.offset, part.block.stored as usize),
+                )))
             } else if got < need {
-                let BlockData::File(pf, _) = &part.block.data else { unreachable!() };
+                let BlockData::File(pf, _) = &part.block.data else {
+                    unreachable!()
+                };
                 Some(RequestError::ShortRead {
                     file: pf.path().to_path_buf(),
                     block: part.block.describe(),
@@ -650,11 +788,15 @@ impl Dispatcher {
         if !self.rt.config.verify_gpu_checksums {
             return Ok(());
         }
-        let BlockData::File(pf, id) = &part.block.data else { return Ok(()) };
+        let BlockData::File(pf, id) = &part.block.data else {
+            return Ok(());
+        };
         let g = self.gpu.as_ref().expect("staging implies a GPU");
         // SAFETY: the read for this range completed and nothing writes it
         // until the chunk is submitted and remapped.
-        let stored = unsafe { std::slice::from_raw_parts(g.ring.chunks[chunk].ptr_at(at), part.block.stored as usize) };
+        let stored = unsafe {
+            std::slice::from_raw_parts(g.ring.chunks[chunk].ptr_at(at), part.block.stored as usize)
+        };
         let block = pf.pack.blocks()[id.0 as usize];
         let computed = crc32c::crc32c(stored);
         if computed != block.checksum {
@@ -681,7 +823,13 @@ impl Dispatcher {
 
     fn on_event(&mut self, e: Event) {
         match e {
-            Event::CpuDone { part, run, result, nanos, copied } => {
+            Event::CpuDone {
+                part,
+                run,
+                result,
+                nanos,
+                copied,
+            } => {
                 if let Some(r) = run {
                     self.bounce_part_done(r);
                 }
@@ -720,7 +868,9 @@ impl Dispatcher {
         if let (Some(c), Some(g)) = (chunk, self.gpu.as_mut()) {
             g.chunks[c].pending -= 1;
         }
-        let Some(j) = self.jobs.get_mut(&job) else { return };
+        let Some(j) = self.jobs.get_mut(&job) else {
+            return;
+        };
         if let Err(e) = result {
             if j.error.is_none() && !matches!(e, RequestError::Cancelled) {
                 j.error = Some(e);
@@ -734,10 +884,13 @@ impl Dispatcher {
 
     /// Every part of a job ended: deliver an assembly, or complete the job.
     fn parts_done(&mut self, id: u64) {
-        let Some(j) = self.jobs.get_mut(&id) else { return };
+        let Some(j) = self.jobs.get_mut(&id) else {
+            return;
+        };
         if j.error.is_none() && !j.spec.ctl.is_cancelled() {
             if let (Some(asm), Some(buf)) = (j.spec.assembly.take(), j.assembly_buf.take()) {
-                let bytes: Arc<[u8]> = std::mem::take(&mut *buf.lock().unwrap_or_else(|e| e.into_inner())).into();
+                let bytes: Arc<[u8]> =
+                    std::mem::take(&mut *buf.lock().unwrap_or_else(|e| e.into_inner())).into();
                 let prio = j.spec.queue.priority_index();
                 let parts: Vec<Part> = asm
                     .outputs
@@ -771,7 +924,9 @@ impl Dispatcher {
     }
 
     fn complete_job(&mut self, id: u64) {
-        let Some(j) = self.jobs.remove(&id) else { return };
+        let Some(j) = self.jobs.remove(&id) else {
+            return;
+        };
         let spec = j.spec;
         let outcome = if spec.ctl.is_cancelled() {
             Outcome::Cancelled
@@ -809,7 +964,8 @@ impl Dispatcher {
         // Release the host-memory claim before the fence can fire, so a
         // waiter woken by it can read the bytes.
         drop(spec.claim);
-        spec.queue.finish(id, spec.seq, spec.window, outcome, spec.submitted);
+        spec.queue
+            .finish(id, spec.seq, spec.window, outcome, spec.submitted);
     }
 
     /// Seals the open chunk so its GPU work can go as soon as its parts are
@@ -853,7 +1009,10 @@ impl Dispatcher {
         // pinned so `cancel` waits for their GPU writes.
         let mut live = Vec::with_capacity(staged.len());
         for s in staged {
-            let ok = self.jobs.get(&s.part.job).is_some_and(|j| j.spec.ctl.begin_gpu());
+            let ok = self
+                .jobs
+                .get(&s.part.job)
+                .is_some_and(|j| j.spec.ctl.begin_gpu());
             if ok {
                 live.push(s);
             } else {
@@ -865,8 +1024,14 @@ impl Dispatcher {
         let used = g.ring.chunks[c].used;
         g.ring.chunks[c].unmap();
         let src = g.ring.chunks[c].buffer.clone();
-        let mut enc = g.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("gpustream chunk") });
-        let (lz4_parts, copy_parts): (Vec<Staged>, Vec<Staged>) = live.into_iter().partition(|s| s.part.class == Class::GpuLz4);
+        let mut enc = g
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("gpustream chunk"),
+            });
+        let (lz4_parts, copy_parts): (Vec<Staged>, Vec<Staged>) = live
+            .into_iter()
+            .partition(|s| s.part.class == Class::GpuLz4);
         let mut decoded = Vec::new();
         if !lz4_parts.is_empty() {
             let pipeline = g.lz4.as_ref().expect("GpuLz4 parts imply the decoder");
@@ -879,15 +1044,33 @@ impl Dispatcher {
                 };
                 let dst_len = s.part.staging_out().max(s.part.block.size as u64);
                 descs.push(
-                    Lz4BlockDesc::linear(s.offset as u32, s.part.block.stored, out as u32, s.part.block.size)
-                        .with_rows(row_bytes, row_pitch),
+                    Lz4BlockDesc::linear(
+                        s.offset as u32,
+                        s.part.block.stored,
+                        out as u32,
+                        s.part.block.size,
+                    )
+                    .with_rows(row_bytes, row_pitch),
                 );
                 decoded.push((s.part.clone(), out));
                 out += dst_len.next_multiple_of(256);
             }
-            let res = ensure_lz4_res(&g.device, &mut g.chunks[c].res, g.ring.chunk_size(), out, descs.len() as u64);
-            enc.copy_buffer_to_buffer(&src, 0, &res.input, 0, used.next_multiple_of(4).min(g.ring.chunk_size()));
-            g.queue.write_buffer(&res.descs, 0, bytemuck::cast_slice(&descs));
+            let res = ensure_lz4_res(
+                &g.device,
+                &mut g.chunks[c].res,
+                g.ring.chunk_size(),
+                out,
+                descs.len() as u64,
+            );
+            enc.copy_buffer_to_buffer(
+                &src,
+                0,
+                &res.input,
+                0,
+                used.next_multiple_of(4).min(g.ring.chunk_size()),
+            );
+            g.queue
+                .write_buffer(&res.descs, 0, bytemuck::cast_slice(&descs));
             // Cleared so a block the shader never reached reads as NotRun.
             enc.clear_buffer(&res.status, 0, None);
             if let Err(e) = pipeline.encode(
@@ -905,18 +1088,33 @@ impl Dispatcher {
             }
             enc.copy_buffer_to_buffer(&res.status, 0, &res.readback, 0, descs.len() as u64 * 4);
             for (part, off) in &decoded {
-                record_copy(&mut enc, &res.output, *off, part, self.jobs.get(&part.job).map(|j| &j.spec.destination));
+                record_copy(
+                    &mut enc,
+                    &res.output,
+                    *off,
+                    part,
+                    self.jobs.get(&part.job).map(|j| &j.spec.destination),
+                );
             }
         }
         let mut copied = Vec::new();
         for s in copy_parts {
-            record_copy(&mut enc, &src, s.offset, &s.part, self.jobs.get(&s.part.job).map(|j| &j.spec.destination));
+            record_copy(
+                &mut enc,
+                &src,
+                s.offset,
+                &s.part,
+                self.jobs.get(&s.part.job).map(|j| &j.spec.destination),
+            );
             copied.push(s.part);
         }
         let g = self.gpu.as_mut().expect("GPU");
         {
             // Stats for the first job's queue stand for the submission.
-            let any = decoded.first().map(|d| d.0.job).or(copied.first().map(|p| p.job));
+            let any = decoded
+                .first()
+                .map(|d| d.0.job)
+                .or(copied.first().map(|p| p.job));
             if let Some(j) = any.and_then(|id| self.jobs.get(&id)) {
                 let mut st = j.spec.queue.stats.lock().unwrap_or_else(|e| e.into_inner());
                 st.gpu_submits += 1;
@@ -940,10 +1138,23 @@ impl Dispatcher {
 
     fn on_gpu_done(&mut self, c: usize) {
         let g = self.gpu.as_mut().expect("GPU");
-        let elapsed = g.chunks[c].submitted.take().map(|t| t.elapsed().as_nanos() as u64).unwrap_or(0);
-        let first = g.chunks[c].decoded.first().map(|d| d.0.job).or(g.chunks[c].copied.first().map(|p| p.job));
+        let elapsed = g.chunks[c]
+            .submitted
+            .take()
+            .map(|t| t.elapsed().as_nanos() as u64)
+            .unwrap_or(0);
+        let first = g.chunks[c]
+            .decoded
+            .first()
+            .map(|d| d.0.job)
+            .or(g.chunks[c].copied.first().map(|p| p.job));
         if let Some(j) = first.and_then(|id| self.jobs.get(&id)) {
-            j.spec.queue.stats.lock().unwrap_or_else(|e| e.into_inner()).gpu_ns += elapsed;
+            j.spec
+                .queue
+                .stats
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .gpu_ns += elapsed;
         }
         let g = self.gpu.as_mut().expect("GPU");
         if g.chunks[c].decoded.is_empty() {
@@ -951,7 +1162,10 @@ impl Dispatcher {
             return;
         }
         let n = g.chunks[c].decoded.len() as u64 * 4;
-        let res = g.chunks[c].res.as_ref().expect("decoded parts imply LZ4 buffers");
+        let res = g.chunks[c]
+            .res
+            .as_ref()
+            .expect("decoded parts imply LZ4 buffers");
         g.owed.fetch_add(1, Ordering::AcqRel);
         let (tx, owed) = (self.event_tx.clone(), g.owed.clone());
         res.readback.map_async(wgpu::MapMode::Read, 0..n, move |_| {
@@ -964,7 +1178,10 @@ impl Dispatcher {
     fn on_status_mapped(&mut self, c: usize) {
         let g = self.gpu.as_mut().expect("GPU");
         let n = g.chunks[c].decoded.len() as u64 * 4;
-        let res = g.chunks[c].res.as_ref().expect("decoded parts imply LZ4 buffers");
+        let res = g.chunks[c]
+            .res
+            .as_ref()
+            .expect("decoded parts imply LZ4 buffers");
         let status: Vec<u32> = match res.readback.slice(0..n).get_mapped_range() {
             Ok(view) => bytemuck::cast_slice(&view).to_vec(),
             // The map failed (device lost): report every block as failed
@@ -983,10 +1200,12 @@ impl Dispatcher {
         g.chunks[c].state = ChunkState::Mapping;
         g.owed.fetch_add(1, Ordering::AcqRel);
         let (tx, owed) = (self.event_tx.clone(), g.owed.clone());
-        g.ring.chunks[c].buffer.map_async(wgpu::MapMode::Write, .., move |_| {
-            owed.fetch_sub(1, Ordering::AcqRel);
-            let _ = tx.send(Event::ChunkMapped { chunk: c });
-        });
+        g.ring.chunks[c]
+            .buffer
+            .map_async(wgpu::MapMode::Write, .., move |_| {
+                owed.fetch_sub(1, Ordering::AcqRel);
+                let _ = tx.send(Event::ChunkMapped { chunk: c });
+            });
         let _ = g.kick.send(());
         for part in copied {
             if let Some(j) = self.jobs.get(&part.job) {
@@ -998,12 +1217,19 @@ impl Dispatcher {
             if let Some(j) = self.jobs.get(&part.job) {
                 j.spec.ctl.end_gpu();
             }
-            let code = status.as_ref().and_then(|s| s.get(i).copied()).unwrap_or(u32::MAX);
+            let code = status
+                .as_ref()
+                .and_then(|s| s.get(i).copied())
+                .unwrap_or(u32::MAX);
             let st = crate::decode::Lz4Status::from_word(code);
             let result = if st.is_ok() {
                 Ok(())
             } else {
-                Err(RequestError::GpuDecode { block: part.block.describe(), offset: part.block.offset, reason: format!("{st:?}") })
+                Err(RequestError::GpuDecode {
+                    block: part.block.describe(),
+                    offset: part.block.offset,
+                    reason: format!("{st:?}"),
+                })
             };
             self.finish_part(part.job, None, result);
         }
@@ -1012,13 +1238,28 @@ impl Dispatcher {
 
 /// Records the copy of one part's bytes from `src` at `offset` to its
 /// destination.
-fn record_copy(enc: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, offset: u64, part: &Part, dest: Option<&Destination>) {
+fn record_copy(
+    enc: &mut wgpu::CommandEncoder,
+    src: &wgpu::Buffer,
+    offset: u64,
+    part: &Part,
+    dest: Option<&Destination>,
+) {
     match (&part.place, dest) {
         (Place::Buffer { offset: dst }, Some(Destination::Buffer { buffer, .. })) => {
             let len = (part.take.end - part.take.start) as u64;
             enc.copy_buffer_to_buffer(src, offset, buffer, *dst, len.next_multiple_of(4));
         }
-        (Place::Texture { mip, origin, width, height, layout }, Some(Destination::Texture { texture, .. })) => {
+        (
+            Place::Texture {
+                mip,
+                origin,
+                width,
+                height,
+                layout,
+            },
+            Some(Destination::Texture { texture, .. }),
+        ) => {
             enc.copy_buffer_to_texture(
                 wgpu::TexelCopyBufferInfo {
                     buffer: src,
@@ -1028,7 +1269,12 @@ fn record_copy(enc: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, offset: u64, 
                         rows_per_image: Some(layout.rows),
                     },
                 },
-                wgpu::TexelCopyTextureInfo { texture, mip_level: *mip, origin: *origin, aspect: wgpu::TextureAspect::All },
+                wgpu::TexelCopyTextureInfo {
+                    texture,
+                    mip_level: *mip,
+                    origin: *origin,
+                    aspect: wgpu::TextureAspect::All,
+                },
                 crate::destinations::texture::copy_extent(texture.format(), *width, *height),
             );
         }
@@ -1036,25 +1282,54 @@ fn record_copy(enc: &mut wgpu::CommandEncoder, src: &wgpu::Buffer, offset: u64, 
     }
 }
 
-fn ensure_lz4_res<'a>(device: &wgpu::Device, slot: &'a mut Option<Lz4Res>, input: u64, output: u64, descs: u64) -> &'a Lz4Res {
-    let fits = slot.as_ref().is_some_and(|r| r.input.size() >= input && r.output.size() >= output.max(4) && r.desc_cap >= descs);
+fn ensure_lz4_res<'a>(
+    device: &wgpu::Device,
+    slot: &'a mut Option<Lz4Res>,
+    input: u64,
+    output: u64,
+    descs: u64,
+) -> &'a Lz4Res {
+    let fits = slot.as_ref().is_some_and(|r| {
+        r.input.size() >= input && r.output.size() >= output.max(4) && r.desc_cap >= descs
+    });
     if !fits {
         let output = output.max(4).next_power_of_two();
         let descs = descs.max(64).next_power_of_two();
         let storage = wgpu::BufferUsages::STORAGE;
         let mk = |label: &str, size: u64, usage: wgpu::BufferUsages| {
-            device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size, usage, mapped_at_creation: false })
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
         };
         *slot = Some(Lz4Res {
-            input: mk("gpustream lz4 input", input, storage | wgpu::BufferUsages::COPY_DST),
-            output: mk("gpustream lz4 output", output, storage | wgpu::BufferUsages::COPY_SRC),
+            input: mk(
+                "gpustream lz4 input",
+                input,
+                storage | wgpu::BufferUsages::COPY_DST,
+            ),
+            output: mk(
+                "gpustream lz4 output",
+                output,
+                storage | wgpu::BufferUsages::COPY_SRC,
+            ),
             descs: mk(
                 "gpustream lz4 descriptors",
                 descs * std::mem::size_of::<Lz4BlockDesc>() as u64,
                 storage | wgpu::BufferUsages::COPY_DST,
             ),
-            status: mk("gpustream lz4 status", descs * 4, storage | wgpu::BufferUsages::COPY_SRC),
-            readback: mk("gpustream lz4 status readback", descs * 4, wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+            status: mk(
+                "gpustream lz4 status",
+                descs * 4,
+                storage | wgpu::BufferUsages::COPY_SRC,
+            ),
+            readback: mk(
+                "gpustream lz4 status readback",
+                descs * 4,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
             desc_cap: descs,
         });
     }
@@ -1064,7 +1339,9 @@ fn ensure_lz4_res<'a>(device: &wgpu::Device, slot: &'a mut Option<Lz4Res>, input
 /// The decoder output a part needs (GPU LZ4 parts only).
 fn lz4_out(p: &Part) -> u64 {
     if p.class == Class::GpuLz4 {
-        p.staging_out().max(p.block.size as u64).next_multiple_of(256)
+        p.staging_out()
+            .max(p.block.size as u64)
+            .next_multiple_of(256)
     } else {
         0
     }

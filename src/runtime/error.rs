@@ -20,7 +20,9 @@ pub enum RequestError {
     Io(std::sync::Arc<crate::io::IoError>),
     /// The file ended before the block: it was truncated after the pack was
     /// opened.
-    #[error("{file}: block {block} at offset {offset} needs {needed} bytes but the read returned {got}")]
+    #[error(
+        "{file}: block {block} at offset {offset} needs {needed} bytes but the read returned {got}"
+    )]
     ShortRead {
         /// The file.
         file: PathBuf,
@@ -73,7 +75,9 @@ pub enum RequestError {
         busy: std::ops::Range<usize>,
     },
     /// The request needs more staging memory than the runtime has.
-    #[error("staging buffer too small: the request needs {needed} bytes, the staging chunk has {have}")]
+    #[error(
+        "staging buffer too small: the request needs {needed} bytes, the staging chunk has {have}"
+    )]
     StagingTooSmall {
         /// Bytes needed at once.
         needed: u64,

@@ -87,7 +87,9 @@ impl Default for RuntimeConfig {
             staging_chunk: None,
             io: IoConfig::default(),
             open_mode: OpenMode::Auto,
-            cpu_threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2),
+            cpu_threads: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
             gpu_decompression: true,
             verify_gpu_checksums: true,
             bounce_limit: 64 << 20,
@@ -178,7 +180,11 @@ pub struct Runtime {
 
 impl Runtime {
     /// A runtime on the application's device and queue.
-    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue, config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+    pub fn new(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        config: RuntimeConfig,
+    ) -> Result<Runtime, RuntimeError> {
         Self::build(Some((device.clone(), queue.clone())), config)
     }
 
@@ -187,30 +193,41 @@ impl Runtime {
         Self::build(None, config)
     }
 
-    fn build(gpu: Option<(wgpu::Device, wgpu::Queue)>, config: RuntimeConfig) -> Result<Runtime, RuntimeError> {
+    fn build(
+        gpu: Option<(wgpu::Device, wgpu::Queue)>,
+        config: RuntimeConfig,
+    ) -> Result<Runtime, RuntimeError> {
         if config.staging_size < 256 << 10 {
-            return Err(RuntimeError::Config(format!("staging size {} is below 256 KiB", config.staging_size)));
+            return Err(RuntimeError::Config(format!(
+                "staging size {} is below 256 KiB",
+                config.staging_size
+            )));
         }
         let engine = IoEngine::new(config.io.clone())?;
         let trace = match &config.trace {
-            Some(p) => Some(
-                trace::TraceWriter::create(p)
-                    .map_err(|e| RuntimeError::Config(format!("cannot create trace {}: {e}", p.display())))?,
-            ),
+            Some(p) => Some(trace::TraceWriter::create(p).map_err(|e| {
+                RuntimeError::Config(format!("cannot create trace {}: {e}", p.display()))
+            })?),
             None => None,
         };
         let (tx, rx) = crossbeam::channel::unbounded();
-        let chunk = config.staging_chunk.unwrap_or((config.staging_size / 4).min(8 << 20)).max(128 << 10);
+        let chunk = config
+            .staging_chunk
+            .unwrap_or((config.staging_size / 4).min(8 << 20))
+            .max(128 << 10);
         let gpu_parts = gpu.map(|(device, queue)| {
             let ring = crate::staging::StagingRing::new(&device, config.staging_size, chunk);
             // The decoder has a portable path for every adapter with compute
             // shaders, and a subgroup path where the adapter has subgroups.
-            let lz4 = config.gpu_decompression.then(|| crate::decode::gpu::Lz4DecodePipeline::new(&device));
+            let lz4 = config
+                .gpu_decompression
+                .then(|| crate::decode::gpu::Lz4DecodePipeline::new(&device));
             (device, queue, ring, lz4)
         });
-        let gpu_info = gpu_parts
-            .as_ref()
-            .map(|(_, _, ring, _)| GpuInfo { chunk_size: ring.chunk_size(), staging_total: ring.chunk_size() * ring.chunks.len() as u64 });
+        let gpu_info = gpu_parts.as_ref().map(|(_, _, ring, _)| GpuInfo {
+            chunk_size: ring.chunk_size(),
+            staging_total: ring.chunk_size() * ring.chunks.len() as u64,
+        });
         let gpu_lz4 = gpu_parts.as_ref().is_some_and(|g| g.3.is_some());
         let adapter_gpu = gpu_parts.is_some();
         let shared = Arc::new(RuntimeShared {
@@ -223,19 +240,34 @@ impl Runtime {
             next_queue: std::sync::atomic::AtomicU32::new(0),
             trace,
         });
-        let d = dispatcher::Dispatcher::new(shared.clone(), rx, gpu_parts, config.cpu_threads, config.bounce_limit);
+        let d = dispatcher::Dispatcher::new(
+            shared.clone(),
+            rx,
+            gpu_parts,
+            config.cpu_threads,
+            config.bounce_limit,
+        );
         let thread = std::thread::Builder::new()
             .name("gpustream-dispatch".into())
             .spawn(move || d.run())
-            .map_err(|e| RuntimeError::Config(format!("cannot start the dispatcher thread: {e}")))?;
-        Ok(Runtime { shared, thread: Some(thread), adapter_gpu })
+            .map_err(|e| {
+                RuntimeError::Config(format!("cannot start the dispatcher thread: {e}"))
+            })?;
+        Ok(Runtime {
+            shared,
+            thread: Some(thread),
+            adapter_gpu,
+        })
     }
 
     /// Opens a pack: reads and validates its table of contents, and opens
     /// the file for the I/O engine (direct I/O where the filesystem allows).
     pub fn open_pack(&self, path: impl AsRef<Path>) -> Result<Arc<PackFile>, RuntimeError> {
         let pack = Pack::open(path.as_ref())?;
-        let file = self.shared.engine.open(path.as_ref(), self.shared.config.open_mode)?;
+        let file = self
+            .shared
+            .engine
+            .open(path.as_ref(), self.shared.config.open_mode)?;
         Ok(Arc::new(PackFile { pack, file }))
     }
 
@@ -261,7 +293,10 @@ impl Runtime {
 
     /// The staging chunk size and total actually allocated (GPU runtimes).
     pub fn staging(&self) -> Option<(u64, u64)> {
-        self.shared.gpu.as_ref().map(|g| (g.chunk_size, g.staging_total))
+        self.shared
+            .gpu
+            .as_ref()
+            .map(|g| (g.chunk_size, g.staging_total))
     }
 }
 

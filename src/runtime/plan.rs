@@ -35,7 +35,9 @@ pub(crate) struct BlockSrc {
 impl BlockSrc {
     pub fn describe(&self) -> String {
         match &self.data {
-            BlockData::File(p, id) => format!("{} in {}", p.pack.describe_block(*id), p.path().display()),
+            BlockData::File(p, id) => {
+                format!("{} in {}", p.pack.describe_block(*id), p.path().display())
+            }
             BlockData::Memory(..) => "memory block".to_string(),
         }
     }
@@ -49,7 +51,13 @@ pub(crate) enum Place {
     /// Byte offset inside the destination buffer.
     Buffer { offset: u64 },
     /// A texture region, fed from staging with rows at `layout.row_pitch`.
-    Texture { mip: u32, origin: wgpu::Origin3d, width: u32, height: u32, layout: RegionLayout },
+    Texture {
+        mip: u32,
+        origin: wgpu::Origin3d,
+        width: u32,
+        height: u32,
+        layout: RegionLayout,
+    },
     /// Byte offset in the request's assembly buffer (packed mips).
     Assemble { offset: usize },
 }
@@ -128,7 +136,9 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
     match block.codec {
         // A GPU copy's source offset must be a multiple of the texel block
         // (16 bytes at most); a stored block elsewhere goes through a CPU copy.
-        Codec::None if matches!(block.data, BlockData::Memory(..)) || block.offset % 16 == 0 => Class::Raw,
+        Codec::None if matches!(block.data, BlockData::Memory(..)) || block.offset % 16 == 0 => {
+            Class::Raw
+        }
         Codec::None => Class::Cpu,
         Codec::Lz4 if rt.gpu_lz4 => Class::GpuLz4,
         _ => Class::Cpu,
@@ -181,7 +191,10 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
         Source::Blob { pack, asset, range } => {
             let a = pack.pack.asset(*asset);
             if a.kind != AssetKind::Blob {
-                return Err(RequestError::InvalidSource(format!("asset '{}' is not a blob", a.name)));
+                return Err(RequestError::InvalidSource(format!(
+                    "asset '{}' is not a blob",
+                    a.name
+                )));
             }
             let r = range.clone().unwrap_or(0..a.size);
             if r.start > r.end || r.end > a.size {
@@ -200,7 +213,11 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
             let blocks = a.blocks.clone();
             let bs = MAX_BLOCK_SIZE as u64;
             let first = r.start / bs;
-            let last = if r.end == r.start { first } else { r.end.div_ceil(bs) };
+            let last = if r.end == r.start {
+                first
+            } else {
+                r.end.div_ceil(bs)
+            };
             for i in first..last {
                 let id = BlockId(blocks.start + i as u32);
                 let b = pack.pack.blocks()[id.0 as usize];
@@ -220,21 +237,41 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 };
                 let whole = lo == 0 && hi == b.size as u64;
                 let class = classify(rt, &block, &place, whole);
-                parts.push(Part { job: 0, block, take: lo as u32..hi as u32, place, class, staged_at: None });
+                parts.push(Part {
+                    job: 0,
+                    block,
+                    take: lo as u32..hi as u32,
+                    place,
+                    class,
+                    staged_at: None,
+                });
             }
             delivered = r.end - r.start;
             file = Some(pack.path().to_path_buf());
             source_desc = format!("{} asset '{}' bytes {:?}", pack.path().display(), a.name, r);
         }
-        Source::Tile { pack, asset, mip, x, y } => {
+        Source::Tile {
+            pack,
+            asset,
+            mip,
+            x,
+            y,
+        } => {
             let a = pack.pack.asset(*asset);
             let id = pack.pack.tile(*asset, *mip, *x, *y)?;
             let region = pack.pack.tile_region(*asset, *mip, *x, *y)?;
-            let tex = a.texture.as_ref().ok_or_else(|| RequestError::InvalidSource(format!("asset '{}' is not a texture", a.name)))?;
+            let tex = a.texture.as_ref().ok_or_else(|| {
+                RequestError::InvalidSource(format!("asset '{}' is not a texture", a.name))
+            })?;
             let b = pack.pack.blocks()[id.0 as usize];
             let format = tex.format.wgpu();
             let place = match &req.destination {
-                Destination::Texture { texture, mip: dmip, origin, extent } => {
+                Destination::Texture {
+                    texture,
+                    mip: dmip,
+                    origin,
+                    extent,
+                } => {
                     if let Some(e) = extent {
                         if *e != (region.width, region.height) {
                             return Err(texture::TextureRegionError::WrongExtent {
@@ -244,9 +281,20 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                             .into());
                         }
                     }
-                    texture::check_region(texture, format, *dmip, *origin, region.width, region.height)?;
+                    texture::check_region(
+                        texture,
+                        format,
+                        *dmip,
+                        *origin,
+                        region.width,
+                        region.height,
+                    )?;
                     let layout = texture::region_layout(format, region.width, region.height)
-                        .ok_or_else(|| RequestError::InvalidSource(format!("format {format:?} cannot be streamed")))?;
+                        .ok_or_else(|| {
+                            RequestError::InvalidSource(format!(
+                                "format {format:?} cannot be streamed"
+                            ))
+                        })?;
                     if layout.tight_size() != b.size as u64 {
                         return Err(RequestError::InvalidSource(format!(
                             "tile block holds {} bytes, the region needs {}",
@@ -254,7 +302,13 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                             layout.tight_size()
                         )));
                     }
-                    Place::Texture { mip: *dmip, origin: *origin, width: region.width, height: region.height, layout }
+                    Place::Texture {
+                        mip: *dmip,
+                        origin: *origin,
+                        width: region.width,
+                        height: region.height,
+                        layout,
+                    }
                 }
                 _ => linear(b.size as u64)?(0),
             };
@@ -266,15 +320,28 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 codec: b.codec,
             };
             let class = classify(rt, &block, &place, true);
-            parts.push(Part { job: 0, block, take: 0..b.size, place, class, staged_at: None });
+            parts.push(Part {
+                job: 0,
+                block,
+                take: 0..b.size,
+                place,
+                class,
+                staged_at: None,
+            });
             delivered = b.size as u64;
             file = Some(pack.path().to_path_buf());
-            source_desc = format!("{} asset '{}' mip {mip} tile ({x},{y})", pack.path().display(), a.name);
+            source_desc = format!(
+                "{} asset '{}' mip {mip} tile ({x},{y})",
+                pack.path().display(),
+                a.name
+            );
         }
         Source::PackedMips { pack, asset } => {
             let a = pack.pack.asset(*asset);
             let packed = pack.pack.packed_mips(*asset)?;
-            let tex = a.texture.as_ref().ok_or_else(|| RequestError::InvalidSource(format!("asset '{}' is not a texture", a.name)))?;
+            let tex = a.texture.as_ref().ok_or_else(|| {
+                RequestError::InvalidSource(format!("asset '{}' is not a texture", a.name))
+            })?;
             let format = tex.format.wgpu();
             let mut stream = 0usize;
             let mut offsets = Vec::new();
@@ -285,16 +352,27 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
             }
             let mut outputs = Vec::new();
             match &req.destination {
-                Destination::Texture { texture, mip: dmip, origin, .. } => {
+                Destination::Texture {
+                    texture,
+                    mip: dmip,
+                    origin,
+                    ..
+                } => {
                     if origin.x != 0 || origin.y != 0 {
-                        return Err(RequestError::InvalidSource("packed mips go to origin (0,0)".into()));
+                        return Err(RequestError::InvalidSource(
+                            "packed mips go to origin (0,0)".into(),
+                        ));
                     }
                     let first = packed.mips.first().map(|m| m.mip).unwrap_or(0);
                     for m in &packed.mips {
                         let level = dmip + (m.mip - first) as u32;
                         texture::check_region(texture, format, level, *origin, m.width, m.height)?;
-                        let layout = texture::region_layout(format, m.width, m.height)
-                            .ok_or_else(|| RequestError::InvalidSource(format!("format {format:?} cannot be streamed")))?;
+                        let layout =
+                            texture::region_layout(format, m.width, m.height).ok_or_else(|| {
+                                RequestError::InvalidSource(format!(
+                                    "format {format:?} cannot be streamed"
+                                ))
+                            })?;
                         let start = m.offset as usize;
                         let end = start + layout.tight_size() as usize;
                         if end > stream {
@@ -305,7 +383,13 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                         }
                         outputs.push((
                             start..end,
-                            Place::Texture { mip: level, origin: *origin, width: m.width, height: m.height, layout },
+                            Place::Texture {
+                                mip: level,
+                                origin: *origin,
+                                width: m.width,
+                                height: m.height,
+                                layout,
+                            },
                         ));
                     }
                 }
@@ -332,7 +416,10 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     staged_at: None,
                 });
             }
-            assembly = Some(Assembly { len: stream, outputs });
+            assembly = Some(Assembly {
+                len: stream,
+                outputs,
+            });
             delivered = stream as u64;
             file = Some(pack.path().to_path_buf());
             source_desc = format!("{} asset '{}' packed mips", pack.path().display(), a.name);
@@ -354,27 +441,48 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 codec: *codec,
             };
             let place = match &req.destination {
-                Destination::Texture { texture, mip, origin, extent } => {
+                Destination::Texture {
+                    texture,
+                    mip,
+                    origin,
+                    extent,
+                } => {
                     let (w, h) = extent.ok_or_else(|| {
-                        RequestError::InvalidSource("a memory source into a texture needs the extent".into())
+                        RequestError::InvalidSource(
+                            "a memory source into a texture needs the extent".into(),
+                        )
                     })?;
                     let format = texture.format();
                     texture::check_region(texture, format, *mip, *origin, w, h)?;
-                    let layout = texture::region_layout(format, w, h)
-                        .ok_or_else(|| RequestError::InvalidSource(format!("format {format:?} cannot be streamed")))?;
+                    let layout = texture::region_layout(format, w, h).ok_or_else(|| {
+                        RequestError::InvalidSource(format!("format {format:?} cannot be streamed"))
+                    })?;
                     if layout.tight_size() != size as u64 {
                         return Err(RequestError::InvalidSource(format!(
                             "memory source of {size} bytes, the region needs {}",
                             layout.tight_size()
                         )));
                     }
-                    Place::Texture { mip: *mip, origin: *origin, width: w, height: h, layout }
+                    Place::Texture {
+                        mip: *mip,
+                        origin: *origin,
+                        width: w,
+                        height: h,
+                        layout,
+                    }
                 }
                 _ => linear(size as u64)?(0),
             };
             let class = classify(rt, &block, &place, true);
             if size > 0 {
-                parts.push(Part { job: 0, block, take: 0..size, place, class, staged_at: None });
+                parts.push(Part {
+                    job: 0,
+                    block,
+                    take: 0..size,
+                    place,
+                    class,
+                    staged_at: None,
+                });
             }
             delivered = size as u64;
             file = None;
@@ -391,7 +499,10 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 Class::Cpu => 0,
             });
             if staged > chunk {
-                return Err(RequestError::StagingTooSmall { needed: staged, have: chunk });
+                return Err(RequestError::StagingTooSmall {
+                    needed: staged,
+                    have: chunk,
+                });
             }
             total += staged;
         }
@@ -402,15 +513,28 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     _ => (r.end - r.start) as u64,
                 };
                 if p > chunk {
-                    return Err(RequestError::StagingTooSmall { needed: p, have: chunk });
+                    return Err(RequestError::StagingTooSmall {
+                        needed: p,
+                        have: chunk,
+                    });
                 }
                 total += p;
             }
         }
         if total > g.staging_total {
-            return Err(RequestError::StagingTooSmall { needed: total, have: g.staging_total });
+            return Err(RequestError::StagingTooSmall {
+                needed: total,
+                have: g.staging_total,
+            });
         }
     }
     let stored = parts.iter().map(|p| p.block.stored as u64).sum();
-    Ok(Plan { parts, assembly, delivered, stored, file, source_desc })
+    Ok(Plan {
+        parts,
+        assembly,
+        delivered,
+        stored,
+        file,
+        source_desc,
+    })
 }

@@ -17,7 +17,9 @@ use super::{plan, RequestError, RuntimeShared};
 
 /// A queue's priority. The runtime serves higher priorities first; see
 /// `Dispatcher::next_part` for how lower ones are kept from starving.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     /// Background work.
@@ -68,7 +70,12 @@ pub struct QueueConfig {
 
 impl Default for QueueConfig {
     fn default() -> Self {
-        QueueConfig { capacity: 1024, priority: Priority::Normal, source: SourceKind::File, name: None }
+        QueueConfig {
+            capacity: 1024,
+            priority: Priority::Normal,
+            source: SourceKind::File,
+            name: None,
+        }
     }
 }
 
@@ -84,7 +91,13 @@ pub(crate) struct JobCtl {
 
 impl JobCtl {
     fn new(tag: u64) -> JobCtl {
-        JobCtl { tag, cancelled: AtomicBool::new(false), gate: RwLock::new(()), gpu: Mutex::new(0), gpu_idle: Condvar::new() }
+        JobCtl {
+            tag,
+            cancelled: AtomicBool::new(false),
+            gate: RwLock::new(()),
+            gpu: Mutex::new(0),
+            gpu_idle: Condvar::new(),
+        }
     }
 
     pub(crate) fn is_cancelled(&self) -> bool {
@@ -161,9 +174,23 @@ impl QueueShared {
     }
 
     /// Called by the dispatcher when a request has ended.
-    pub(crate) fn finish(&self, id: u64, seq: u64, window: u64, outcome: Outcome, _submitted: Instant) {
-        let fired = self.tracker.lock().unwrap_or_else(|e| e.into_inner()).complete(seq, window, outcome);
-        self.registry.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    pub(crate) fn finish(
+        &self,
+        id: u64,
+        seq: u64,
+        window: u64,
+        outcome: Outcome,
+        _submitted: Instant,
+    ) {
+        let fired = self
+            .tracker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .complete(seq, window, outcome);
+        self.registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
         {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             s.in_flight -= 1;
@@ -221,7 +248,12 @@ impl Queue {
                 id,
                 config,
                 priority,
-                state: Mutex::new(State { pending: Vec::new(), pending_requests: 0, next_seq: 0, in_flight: 0 }),
+                state: Mutex::new(State {
+                    pending: Vec::new(),
+                    pending_requests: 0,
+                    next_seq: 0,
+                    in_flight: 0,
+                }),
                 space: Condvar::new(),
                 tracker: Mutex::new(Tracker::new()),
                 registry: Mutex::new(HashMap::new()),
@@ -244,7 +276,10 @@ impl Queue {
             super::SourceKind::Memory => "memory",
         };
         if kind != want {
-            return Err(RequestError::WrongSourceKind { queue: want, request: kind });
+            return Err(RequestError::WrongSourceKind {
+                queue: want,
+                request: kind,
+            });
         }
         let p = plan::plan(&sh.rt, req)?;
         let id = sh.rt.next_job.fetch_add(1, Ordering::Relaxed);
@@ -252,13 +287,23 @@ impl Queue {
             Destination::Memory { memory, offset } => Some(Arc::new(
                 memory
                     .claim(id, *offset..*offset + p.delivered as usize)
-                    .map_err(|busy| RequestError::DestinationBusy { range: *offset..*offset + p.delivered as usize, busy })?,
+                    .map_err(|busy| RequestError::DestinationBusy {
+                        range: *offset..*offset + p.delivered as usize,
+                        busy,
+                    })?,
             )),
             _ => None,
         };
         if let Some(t) = &sh.rt.trace {
             let first = p.parts.first().map(|x| &x.block);
-            t.request(sh.id, req, first.map_or(0, |b| b.offset), p.stored, p.delivered, first.map(|b| b.codec));
+            t.request(
+                sh.id,
+                req,
+                first.map_or(0, |b| b.offset),
+                p.stored,
+                p.delivered,
+                first.map(|b| b.codec),
+            );
         }
         let ctl = Arc::new(JobCtl::new(req.tag));
         let mut parts = p.parts;
@@ -291,11 +336,19 @@ impl Queue {
     fn push(&self, s: &mut State, mut spec: Box<JobSpec>) {
         spec.seq = s.next_seq;
         s.next_seq += 1;
-        self.shared.registry.lock().unwrap_or_else(|e| e.into_inner()).insert(spec.id, spec.ctl.clone());
+        self.shared
+            .registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(spec.id, spec.ctl.clone());
         s.pending.push(Item::Request(spec));
         s.pending_requests += 1;
         s.in_flight += 1;
-        self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()).requests += 1;
+        self.shared
+            .stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .requests += 1;
     }
 
     /// Enqueues a request, blocking while the queue is at capacity. Invalid
@@ -352,7 +405,8 @@ impl Queue {
         let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         let seq = s.next_seq;
         s.next_seq += 1;
-        s.pending.push(Item::Marker(seq, Marker::Signal(fence.clone(), value)));
+        s.pending
+            .push(Item::Marker(seq, Marker::Signal(fence.clone(), value)));
         if let Some(t) = &self.shared.rt.trace {
             t.signal(self.shared.id);
         }
@@ -366,7 +420,8 @@ impl Queue {
         let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         let seq = s.next_seq;
         s.next_seq += 1;
-        s.pending.push(Item::Marker(seq, Marker::Status(array.clone(), index)));
+        s.pending
+            .push(Item::Marker(seq, Marker::Status(array.clone(), index)));
     }
 
     /// Sends everything enqueued so far to the runtime.
@@ -386,7 +441,11 @@ impl Queue {
         let mut jobs = Vec::new();
         let mut fired = Vec::new();
         {
-            let mut t = self.shared.tracker.lock().unwrap_or_else(|e| e.into_inner());
+            let mut t = self
+                .shared
+                .tracker
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
             for item in items {
                 match item {
                     Item::Request(mut spec) => {
@@ -399,16 +458,30 @@ impl Queue {
             }
         }
         if !jobs.is_empty() {
-            self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()).submits += 1;
+            self.shared
+                .stats
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .submits += 1;
             if let Some(t) = &self.shared.rt.trace {
                 t.submit(self.shared.id, jobs.len() as u64);
             }
-            if let Err(crossbeam::channel::SendError(Cmd::Batch(jobs))) = self.shared.rt.cmds.send(Cmd::Batch(jobs)) {
+            if let Err(crossbeam::channel::SendError(Cmd::Batch(jobs))) =
+                self.shared.rt.cmds.send(Cmd::Batch(jobs))
+            {
                 // The dispatcher is gone: every request still ends, as failed.
-                let mut t = self.shared.tracker.lock().unwrap_or_else(|e| e.into_inner());
+                let mut t = self
+                    .shared
+                    .tracker
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
                 for spec in jobs {
                     s.in_flight -= 1;
-                    self.shared.registry.lock().unwrap_or_else(|e| e.into_inner()).remove(&spec.id);
+                    self.shared
+                        .registry
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&spec.id);
                     let info = spec.failure_info;
                     let f = Arc::new(crate::completion::RequestFailure {
                         error: Arc::new(RequestError::ShutDown),
@@ -450,17 +523,29 @@ impl Queue {
     /// The number of failed requests since the last call and the first of
     /// them in enqueue order; starts a new record.
     pub fn error_record(&self) -> ErrorRecord {
-        self.shared.tracker.lock().unwrap_or_else(|e| e.into_inner()).take_error_record()
+        self.shared
+            .tracker
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take_error_record()
     }
 
     /// A snapshot of the queue's statistics.
     pub fn stats(&self) -> QueueStats {
-        self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.shared
+            .stats
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Requests enqueued and not yet finished.
     pub fn in_flight(&self) -> usize {
-        self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).in_flight
+        self.shared
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .in_flight
     }
 }
 

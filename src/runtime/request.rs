@@ -102,9 +102,18 @@ impl Destination {
     /// The destination in words, for error records.
     pub fn describe(&self) -> String {
         match self {
-            Destination::Memory { memory, offset } => format!("host memory [{offset}..] of {} bytes", memory.len()),
-            Destination::Buffer { buffer, offset } => format!("buffer of {} bytes at offset {offset}", buffer.size()),
-            Destination::Texture { texture, mip, origin, .. } => format!(
+            Destination::Memory { memory, offset } => {
+                format!("host memory [{offset}..] of {} bytes", memory.len())
+            }
+            Destination::Buffer { buffer, offset } => {
+                format!("buffer of {} bytes at offset {offset}", buffer.size())
+            }
+            Destination::Texture {
+                texture,
+                mip,
+                origin,
+                ..
+            } => format!(
                 "{:?} texture {}x{} mip {mip} at ({},{}) layer {}",
                 texture.format(),
                 texture.width(),
@@ -138,7 +147,12 @@ pub struct Request {
 impl Request {
     /// A request with tag 0 and no name.
     pub fn new(source: Source, destination: Destination) -> Request {
-        Request { source, destination, tag: 0, name: None }
+        Request {
+            source,
+            destination,
+            tag: 0,
+            name: None,
+        }
     }
 
     /// Sets the cancellation tag.

@@ -60,7 +60,10 @@ pub struct LatencyHistogram {
 
 impl Default for LatencyHistogram {
     fn default() -> Self {
-        LatencyHistogram { buckets: vec![0; 8 * 40], count: 0 }
+        LatencyHistogram {
+            buckets: vec![0; 8 * 40],
+            count: 0,
+        }
     }
 }
 

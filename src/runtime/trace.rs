@@ -127,17 +127,27 @@ pub(crate) struct TraceWriter {
 impl TraceWriter {
     pub(crate) fn create(path: &Path) -> std::io::Result<TraceWriter> {
         let mut f = BufWriter::new(std::fs::File::create(path)?);
-        let header = TraceHeader { format: "gpustream-trace".into(), version: TRACE_VERSION };
+        let header = TraceHeader {
+            format: "gpustream-trace".into(),
+            version: TRACE_VERSION,
+        };
         serde_json::to_writer(&mut f, &header)?;
         f.write_all(b"\n")?;
-        Ok(TraceWriter { out: Mutex::new((f, HashMap::new())), start: Instant::now() })
+        Ok(TraceWriter {
+            out: Mutex::new((f, HashMap::new())),
+            start: Instant::now(),
+        })
     }
 
     fn now_us(&self) -> u64 {
         self.start.elapsed().as_micros() as u64
     }
 
-    fn write(&self, guard: &mut (BufWriter<std::fs::File>, HashMap<PathBuf, u32>), rec: &TraceRecord) {
+    fn write(
+        &self,
+        guard: &mut (BufWriter<std::fs::File>, HashMap<PathBuf, u32>),
+        rec: &TraceRecord,
+    ) {
         // A trace that cannot be written must not fail the application's
         // loads: errors are dropped (the file ends short).
         let _ = serde_json::to_writer(&mut guard.0, rec);
@@ -146,25 +156,66 @@ impl TraceWriter {
 
     pub(crate) fn queue(&self, id: u32, priority: super::Priority, capacity: usize) {
         let mut g = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        self.write(&mut g, &TraceRecord::Queue { id, priority, capacity });
+        self.write(
+            &mut g,
+            &TraceRecord::Queue {
+                id,
+                priority,
+                capacity,
+            },
+        );
     }
 
-    pub(crate) fn request(&self, queue: u32, req: &Request, offset: u64, stored: u64, size: u64, codec: Option<crate::codec::Codec>) {
+    pub(crate) fn request(
+        &self,
+        queue: u32,
+        req: &Request,
+        offset: u64,
+        stored: u64,
+        size: u64,
+        codec: Option<crate::codec::Codec>,
+    ) {
         let t_us = self.now_us();
         let mut g = self.out.lock().unwrap_or_else(|e| e.into_inner());
         let (pack, asset, source) = match &req.source {
             Source::Blob { pack, asset, range } => {
                 let a = pack.pack().asset(*asset);
                 let r = range.clone().unwrap_or(0..a.size);
-                (Some(pack.clone()), Some(a.name.clone()), TraceSource::Blob { range: [r.start, r.end] })
+                (
+                    Some(pack.clone()),
+                    Some(a.name.clone()),
+                    TraceSource::Blob {
+                        range: [r.start, r.end],
+                    },
+                )
             }
-            Source::Tile { pack, asset, mip, x, y } => {
-                (Some(pack.clone()), Some(pack.pack().asset(*asset).name.clone()), TraceSource::Tile { mip: *mip, x: *x, y: *y })
-            }
-            Source::PackedMips { pack, asset } => {
-                (Some(pack.clone()), Some(pack.pack().asset(*asset).name.clone()), TraceSource::Packed)
-            }
-            Source::Memory { data, .. } => (None, None, TraceSource::Memory { stored: data.len() as u64 }),
+            Source::Tile {
+                pack,
+                asset,
+                mip,
+                x,
+                y,
+            } => (
+                Some(pack.clone()),
+                Some(pack.pack().asset(*asset).name.clone()),
+                TraceSource::Tile {
+                    mip: *mip,
+                    x: *x,
+                    y: *y,
+                },
+            ),
+            Source::PackedMips { pack, asset } => (
+                Some(pack.clone()),
+                Some(pack.pack().asset(*asset).name.clone()),
+                TraceSource::Packed,
+            ),
+            Source::Memory { data, .. } => (
+                None,
+                None,
+                TraceSource::Memory {
+                    stored: data.len() as u64,
+                },
+            ),
         };
         let pack_id = pack.map(|p| {
             let path = p.path().to_path_buf();
@@ -206,7 +257,14 @@ impl TraceWriter {
     pub(crate) fn submit(&self, queue: u32, requests: u64) {
         let t_us = self.now_us();
         let mut g = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        self.write(&mut g, &TraceRecord::Submit { queue, t_us, requests });
+        self.write(
+            &mut g,
+            &TraceRecord::Submit {
+                queue,
+                t_us,
+                requests,
+            },
+        );
     }
 
     pub(crate) fn flush(&self) {

@@ -34,7 +34,10 @@ impl Pool {
                     .expect("spawn a decode thread")
             })
             .collect();
-        Pool { tx: Some(tx), threads }
+        Pool {
+            tx: Some(tx),
+            threads,
+        }
     }
 
     pub(crate) fn spawn(&self, f: impl FnOnce() + Send + 'static) {
@@ -66,15 +69,21 @@ thread_local! {
 
 /// Checks and decodes one block into `out` (its declared size).
 fn decode_block(part: &Part, stored: &[u8], out: &mut [u8]) -> Result<(), RequestError> {
-    let stored = stored.get(..part.block.stored as usize).ok_or_else(|| RequestError::ShortRead {
-        file: Default::default(),
-        block: part.block.describe(),
-        offset: part.block.offset,
-        needed: part.block.stored as u64,
-        got: stored.len() as u64,
-    })?;
+    let stored =
+        stored
+            .get(..part.block.stored as usize)
+            .ok_or_else(|| RequestError::ShortRead {
+                file: Default::default(),
+                block: part.block.describe(),
+                offset: part.block.offset,
+                needed: part.block.stored as u64,
+                got: stored.len() as u64,
+            })?;
     match &part.block.data {
-        BlockData::File(pf, id) => pf.pack.check_block(*id, stored, out).map_err(RequestError::Pack),
+        BlockData::File(pf, id) => pf
+            .pack
+            .check_block(*id, stored, out)
+            .map_err(RequestError::Pack),
         // Stored bytes in memory (an assembled packed-mips stream can exceed
         // one block) are copied as they are.
         BlockData::Memory(..) if part.block.codec == crate::codec::Codec::None => {
@@ -88,7 +97,11 @@ fn decode_block(part: &Part, stored: &[u8], out: &mut [u8]) -> Result<(), Reques
             out.copy_from_slice(stored);
             Ok(())
         }
-        BlockData::Memory(..) => part.block.codec.decompress_into(stored, out).map_err(RequestError::Codec),
+        BlockData::Memory(..) => part
+            .block
+            .codec
+            .decompress_into(stored, out)
+            .map_err(RequestError::Codec),
     }
 }
 
@@ -109,14 +122,20 @@ pub(crate) fn decode_part(
         (Place::Memory { offset }, Some(claim)) => {
             // Writers share the gate; `cancel` takes it exclusively, so once
             // it returns no write is under way and none starts.
-            let Some(_gate) = ctl.write_gate() else { return (Err(RequestError::Cancelled), 0) };
+            let Some(_gate) = ctl.write_gate() else {
+                return (Err(RequestError::Cancelled), 0);
+            };
             // SAFETY: the gate serialises against cancel, and this part's
             // range of the claim is written by this part alone.
             let dst = unsafe { &mut claim.bytes_mut()[*offset..*offset + take.len()] };
             if whole {
                 // Decoded straight into the destination; a stored block is
                 // one memcpy from the bounce buffer.
-                let copied = if part.block.codec == crate::codec::Codec::None { dst.len() as u64 } else { 0 };
+                let copied = if part.block.codec == crate::codec::Codec::None {
+                    dst.len() as u64
+                } else {
+                    0
+                };
                 return (decode_block(part, stored, dst), copied);
             }
             with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
@@ -127,20 +146,33 @@ pub(crate) fn decode_part(
                 Err(e) => (Err(e), 0),
             })
         }
-        (Place::Assemble { offset }, _) => with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
-            Ok(()) => {
-                let Some(asm) = assembly else { return (Err(RequestError::Cancelled), 0) };
-                let mut a = asm.lock().unwrap_or_else(|e| e.into_inner());
-                match a.get_mut(*offset..*offset + take.len()) {
-                    Some(d) => d.copy_from_slice(&scratch[take.clone()]),
-                    None => return (Err(RequestError::InvalidSource("packed mip block overruns its stream".into())), 0),
+        (Place::Assemble { offset }, _) => {
+            with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
+                Ok(()) => {
+                    let Some(asm) = assembly else {
+                        return (Err(RequestError::Cancelled), 0);
+                    };
+                    let mut a = asm.lock().unwrap_or_else(|e| e.into_inner());
+                    match a.get_mut(*offset..*offset + take.len()) {
+                        Some(d) => d.copy_from_slice(&scratch[take.clone()]),
+                        None => {
+                            return (
+                                Err(RequestError::InvalidSource(
+                                    "packed mip block overruns its stream".into(),
+                                )),
+                                0,
+                            )
+                        }
+                    }
+                    (Ok(()), take.len() as u64)
                 }
-                (Ok(()), take.len() as u64)
-            }
-            Err(e) => (Err(e), 0),
-        }),
+                Err(e) => (Err(e), 0),
+            })
+        }
         (Place::Buffer { .. }, _) | (Place::Texture { .. }, _) => {
-            let Some(StagingPtr(ptr)) = staging else { return (Err(RequestError::NoGpu), 0) };
+            let Some(StagingPtr(ptr)) = staging else {
+                return (Err(RequestError::NoGpu), 0);
+            };
             with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
                 Ok(()) => {
                     let src = &scratch[take.clone()];
@@ -152,7 +184,11 @@ pub(crate) fn decode_part(
                                 let rb = layout.row_bytes as usize;
                                 for r in 0..layout.rows as usize {
                                     let row = &src[r * rb..(r + 1) * rb];
-                                    std::ptr::copy_nonoverlapping(row.as_ptr(), ptr.add(r * layout.row_pitch as usize), rb);
+                                    std::ptr::copy_nonoverlapping(
+                                        row.as_ptr(),
+                                        ptr.add(r * layout.row_pitch as usize),
+                                        rb,
+                                    );
                                 }
                             }
                             _ => {
@@ -167,7 +203,12 @@ pub(crate) fn decode_part(
                 Err(e) => (Err(e), 0),
             })
         }
-        (Place::Memory { .. }, None) => (Err(RequestError::InvalidSource("memory destination without a claim".into())), 0),
+        (Place::Memory { .. }, None) => (
+            Err(RequestError::InvalidSource(
+                "memory destination without a claim".into(),
+            )),
+            0,
+        ),
     }
 }
 

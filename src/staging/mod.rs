@@ -39,14 +39,24 @@ impl Chunk {
             usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: true,
         });
-        let mut c = Chunk { buffer, view: None, ptr: None, used: 0, size };
+        let mut c = Chunk {
+            buffer,
+            view: None,
+            ptr: None,
+            used: 0,
+            size,
+        };
         c.attach_mapping();
         c
     }
 
     /// Takes the pointer of a freshly mapped buffer.
     pub(crate) fn attach_mapping(&mut self) {
-        let mut view = self.buffer.slice(..).get_mapped_range_mut().expect("staging chunk is mapped");
+        let mut view = self
+            .buffer
+            .slice(..)
+            .get_mapped_range_mut()
+            .expect("staging chunk is mapped");
         self.ptr = Some(view.slice(..).as_raw_element_ptr());
         self.view = Some(view);
         self.used = 0;
@@ -107,7 +117,9 @@ impl StagingRing {
         let count = total.div_ceil(chunk_size).max(2);
         let size = (total / count) & !4095;
         let size = size.max(4096);
-        let chunks = (0..count as usize).map(|i| Chunk::new(device, size, i)).collect();
+        let chunks = (0..count as usize)
+            .map(|i| Chunk::new(device, size, i))
+            .collect();
         StagingRing { chunks, total }
     }
 
