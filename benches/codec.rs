@@ -80,27 +80,27 @@ fn main() {
     }
     c.final_summary();
 
-    // The ratio, from interleaved rounds so both sides see the same machine
-    // state (this machine is shared); the median of each side is compared.
+    // The ratio, from interleaved rounds in alternating order so both
+    // sides see the same machine state (this machine is shared); each
+    // side's fastest round is compared, as the one least disturbed.
     let rounds = if std::env::args().any(|a| a == "--test") {
         3
     } else {
-        31
+        61
     };
-    let (mut ours, mut raw) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        let t = Instant::now();
-        run_codec(&blocks, &mut out);
-        ours.push(t.elapsed().as_secs_f64());
-        let t = Instant::now();
-        run_raw(&blocks, &mut out);
-        raw.push(t.elapsed().as_secs_f64());
+    let (mut o, mut r) = (f64::MAX, f64::MAX);
+    for round in 0..rounds {
+        for side in [round % 2, 1 - round % 2] {
+            let t = Instant::now();
+            if side == 0 {
+                run_codec(&blocks, &mut out);
+                o = o.min(t.elapsed().as_secs_f64());
+            } else {
+                run_raw(&blocks, &mut out);
+                r = r.min(t.elapsed().as_secs_f64());
+            }
+        }
     }
-    let median = |v: &mut Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v[v.len() / 2]
-    };
-    let (o, r) = (median(&mut ours), median(&mut raw));
     let gbs = |t: f64| blocks.total as f64 / t / 1e9;
     println!(
         "{} LZ4 blocks, {:.1} MiB: codec {:.2} GB/s, raw lz4_flex {:.2} GB/s, ratio codec/raw = {:.3} (target >= 0.95)",
