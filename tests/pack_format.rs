@@ -20,7 +20,7 @@ fn sample(len: usize, seed: u64) -> Vec<u8> {
             0 => {
                 let b: u8 = rng.gen();
                 let n = rng.gen_range(1..40);
-                v.extend(std::iter::repeat(b).take(n));
+                v.extend(std::iter::repeat_n(b, n));
             }
             1 if v.len() > 64 => {
                 let start = rng.gen_range(0..v.len() - 32);

@@ -135,7 +135,8 @@ impl Pack {
                 format!("unknown flags {:#x}", hd.flags),
             ));
         }
-        if hd.data_offset < format::DATA_ALIGN || hd.data_offset % format::DATA_ALIGN != 0 {
+        if hd.data_offset < format::DATA_ALIGN || !hd.data_offset.is_multiple_of(format::DATA_ALIGN)
+        {
             return Err(corrupt(
                 p,
                 "header",
@@ -415,7 +416,7 @@ impl Pack {
                         ));
                     }
                     let d = fmt.block_dim();
-                    if width % d != 0 || height % d != 0 {
+                    if !width.is_multiple_of(d) || !height.is_multiple_of(d) {
                         return Err(corrupt(p, what, entry_at + 12, format!("{fmt} size {width}x{height} is not a multiple of its {d}x{d} blocks")));
                     }
                     let full = full_mip_count(width, height);
