@@ -428,7 +428,8 @@ fn a_declared_size_of_4_gib_is_rejected() {
     );
     // A block claiming 4 GiB - 1 of uncompressed data.
     let e = Pack::from_bytes("huge", &hand_made(&stored, u32::MAX, Codec::Lz4, 1000)).unwrap_err();
-    assert!(e.to_string().contains("block 0"), "{e}");
+    assert!(e.to_string().contains("block 0 of asset 'mesh'"), "{e}");
+    assert!(e.to_string().contains("offset 4"), "{e}");
     // A stored size beyond the codec's bound.
     let e =
         Pack::from_bytes("huge", &hand_made(&[0u8; 1001], 1000, Codec::None, 1000)).unwrap_err();

@@ -42,6 +42,36 @@ fn corrupt(
     }
 }
 
+/// For messages about a block found bad before the asset table is
+/// validated: " of asset 'name'" when some asset entry's range claims block
+/// `i` and its name reads, else nothing. Only runs on the error path.
+fn owner_of(toc: &[u8], hd: &Header, i: usize) -> String {
+    let assets_at = hd.block_count as usize * BLOCK_ENTRY_LEN;
+    let names_at = assets_at + hd.asset_count as usize * ASSET_ENTRY_LEN;
+    let names = toc.get(names_at..).unwrap_or(&[]);
+    for a in 0..hd.asset_count as usize {
+        let e = &toc[assets_at + a * ASSET_ENTRY_LEN..][..ASSET_ENTRY_LEN];
+        let (first, count) = (
+            format::get_u32(e, 28) as usize,
+            format::get_u32(e, 32) as usize,
+        );
+        if (first..first.saturating_add(count)).contains(&i) {
+            let (off, len) = (
+                format::get_u32(e, 0) as usize,
+                format::get_u32(e, 4) as usize,
+            );
+            return match off.checked_add(len).and_then(|end| names.get(off..end)) {
+                Some(n) => match std::str::from_utf8(n) {
+                    Ok(name) => format!(" of asset '{name}'"),
+                    Err(_) => format!(" of asset #{a}"),
+                },
+                None => format!(" of asset #{a}"),
+            };
+        }
+    }
+    String::new()
+}
+
 impl Pack {
     /// Opens a pack and validates its header and table of contents (never
     /// the data region: block checksums are checked as blocks are read).
@@ -213,7 +243,7 @@ impl Pack {
         for i in 0..hd.block_count as usize {
             let e = &toc[i * BLOCK_ENTRY_LEN..(i + 1) * BLOCK_ENTRY_LEN];
             let entry_at = hd.toc_offset + (i * BLOCK_ENTRY_LEN) as u64;
-            let what = || format!("block {i}");
+            let what = || format!("block {i}{}", owner_of(&toc, &hd, i));
             let stored_size = format::get_u32(e, 0);
             let size = format::get_u32(e, 4);
             let checksum = format::get_u32(e, 8);
