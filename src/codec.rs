@@ -173,6 +173,7 @@ impl Codec {
 
     /// Decompresses one block into `dst`, whose length is the declared
     /// uncompressed size. The stream must produce exactly `dst.len()` bytes.
+    #[inline]
     pub fn decompress_into(self, src: &[u8], dst: &mut [u8]) -> Result<(), CodecError> {
         if dst.len() > MAX_BLOCK_SIZE {
             return Err(CodecError::TooLarge {

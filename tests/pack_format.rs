@@ -20,7 +20,7 @@ fn sample(len: usize, seed: u64) -> Vec<u8> {
             0 => {
                 let b: u8 = rng.gen();
                 let n = rng.gen_range(1..40);
-                v.extend(std::iter::repeat(b).take(n));
+                v.extend(std::iter::repeat_n(b, n));
             }
             1 if v.len() > 64 => {
                 let start = rng.gen_range(0..v.len() - 32);
@@ -347,6 +347,16 @@ fn flipping_any_header_or_toc_byte_is_an_error() {
 /// size the test chooses, with valid checksums, so the reader's own checks
 /// (not the TOC checksum) must catch the problem.
 fn hand_made(stored: &[u8], block_size: u32, codec: Codec, blob_size: u64) -> Vec<u8> {
+    hand_made_names(stored, block_size, codec, blob_size, b"mesh")
+}
+
+fn hand_made_names(
+    stored: &[u8],
+    block_size: u32,
+    codec: Codec,
+    blob_size: u64,
+    names: &[u8],
+) -> Vec<u8> {
     let mut toc = Vec::new();
     toc.extend_from_slice(&(stored.len() as u32).to_le_bytes());
     toc.extend_from_slice(&block_size.to_le_bytes());
@@ -357,8 +367,8 @@ fn hand_made(stored: &[u8], block_size: u32, codec: Codec, blob_size: u64) -> Ve
     asset[20..28].copy_from_slice(&blob_size.to_le_bytes());
     asset[32..36].copy_from_slice(&1u32.to_le_bytes());
     toc.extend_from_slice(&asset);
-    toc.extend_from_slice(b"mesh");
-    assert_eq!(toc.len(), BLOCK_ENTRY_LEN + ASSET_ENTRY_LEN + 4);
+    toc.extend_from_slice(names);
+    assert_eq!(toc.len(), BLOCK_ENTRY_LEN + ASSET_ENTRY_LEN + names.len());
     let mut file = vec![0u8; 4096];
     file.extend_from_slice(stored);
     let toc_offset = file.len() as u64;
@@ -388,6 +398,24 @@ fn hand_made_pack_is_accepted_when_consistent() {
 }
 
 #[test]
+fn names_must_fill_the_name_table_exactly() {
+    let data = sample(1000, 3);
+    let stored = Codec::Lz4.compress(&data, 0).unwrap();
+    let e = Pack::from_bytes(
+        "names",
+        &hand_made_names(&stored, 1000, Codec::Lz4, 1000, b"meshX"),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("name table"), "{e}");
+    let e = Pack::from_bytes(
+        "names",
+        &hand_made_names(&stored, 1000, Codec::Lz4, 1000, b"me\xffh"),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("UTF-8"), "{e}");
+}
+
+#[test]
 fn a_declared_size_of_4_gib_is_rejected() {
     let data = sample(1000, 3);
     let stored = Codec::Lz4.compress(&data, 0).unwrap();
@@ -400,7 +428,8 @@ fn a_declared_size_of_4_gib_is_rejected() {
     );
     // A block claiming 4 GiB - 1 of uncompressed data.
     let e = Pack::from_bytes("huge", &hand_made(&stored, u32::MAX, Codec::Lz4, 1000)).unwrap_err();
-    assert!(e.to_string().contains("block 0"), "{e}");
+    assert!(e.to_string().contains("block 0 of asset 'mesh'"), "{e}");
+    assert!(e.to_string().contains("offset 4"), "{e}");
     // A stored size beyond the codec's bound.
     let e =
         Pack::from_bytes("huge", &hand_made(&[0u8; 1001], 1000, Codec::None, 1000)).unwrap_err();

@@ -80,7 +80,9 @@ fn upload_and_read_back(
                     height: ch,
                     depth_or_array_layers: 1,
                 };
-                if r.bytes_per_row % wgpu::COPY_BYTES_PER_ROW_ALIGNMENT == 0 {
+                if r.bytes_per_row
+                    .is_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT)
+                {
                     full_tiles += 1;
                     let buffer = device.create_buffer(&wgpu::BufferDescriptor {
                         label: Some("tile"),

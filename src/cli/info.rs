@@ -139,15 +139,37 @@ fn mib(b: u64) -> String {
     format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64)
 }
 
+/// Appends a line to the report (a `String`, so a closed pipe such as
+/// `| head` ends the output quietly instead of panicking in `println!`).
+macro_rules! outln {
+    ($o:expr) => {
+        $o.push('\n')
+    };
+    ($o:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($o, $($arg)*);
+    }};
+}
+
+fn emit(text: &str) -> CliResult {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
 /// Runs `gpustream info`.
 pub fn run(args: Args) -> CliResult {
     let pack = Pack::open(&args.pack)?;
     let r = report(&pack)?;
+    let mut o = String::new();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
-        return Ok(());
+        outln!(o, "{}", serde_json::to_string_pretty(&r)?);
+        return emit(&o);
     }
-    println!(
+    outln!(
+        o,
         "{}: {} bytes, data from offset {}, {} assets, {} blocks",
         r.path,
         r.file_len,
@@ -155,10 +177,17 @@ pub fn run(args: Args) -> CliResult {
         r.assets.len(),
         r.total.blocks
     );
-    println!();
-    println!(
+    outln!(o);
+    outln!(
+        o,
         "{:<36} {:<9} {:<20} {:>7} {:>12} {:>12} {:>6}  codecs",
-        "asset", "kind", "texture", "blocks", "size", "stored", "ratio"
+        "asset",
+        "kind",
+        "texture",
+        "blocks",
+        "size",
+        "stored",
+        "ratio"
     );
     for a in &r.assets {
         let tex = match (&a.format, a.width, a.height, a.mips) {
@@ -166,7 +195,8 @@ pub fn run(args: Args) -> CliResult {
             _ => String::new(),
         };
         let codecs: Vec<&str> = a.codecs.iter().map(|c| c.name()).collect();
-        println!(
+        outln!(
+            o,
             "{:<36} {:<9} {:<20} {:>7} {:>12} {:>12} {:>6.2}  {}",
             a.name,
             format!("{:?}", a.kind).to_lowercase(),
@@ -183,7 +213,8 @@ pub fn run(args: Args) -> CliResult {
                 .iter()
                 .map(|[m, x, y]| format!("m{m}:{x}x{y}"))
                 .collect();
-            println!(
+            outln!(
+                o,
                 "{:<36}   tiles {}; packed mips: {}",
                 "",
                 t.join(" "),
@@ -191,28 +222,34 @@ pub fn run(args: Args) -> CliResult {
             );
         }
     }
-    println!();
-    println!(
+    outln!(o);
+    outln!(
+        o,
         "{:<16} {:>8} {:>14} {:>14} {:>7}",
-        "by codec", "blocks", "uncompressed", "stored", "ratio"
+        "by codec",
+        "blocks",
+        "uncompressed",
+        "stored",
+        "ratio"
     );
-    for (name, t) in r.by_codec.iter().chain(r.by_kind.iter()) {
-        println!(
+    let row = |o: &mut String, name: &str, t: &Totals| {
+        outln!(
+            o,
             "{:<16} {:>8} {:>14} {:>14} {:>6.2}:1",
             name,
             t.blocks,
             mib(t.uncompressed),
             mib(t.stored),
             t.ratio
-        );
+        )
+    };
+    for (name, t) in &r.by_codec {
+        row(&mut o, name, t);
     }
-    println!(
-        "{:<16} {:>8} {:>14} {:>14} {:>6.2}:1",
-        "overall",
-        r.total.blocks,
-        mib(r.total.uncompressed),
-        mib(r.total.stored),
-        r.total.ratio
-    );
-    Ok(())
+    outln!(o, "by content (format or blob)");
+    for (name, t) in &r.by_kind {
+        row(&mut o, name, t);
+    }
+    row(&mut o, "overall", &r.total);
+    emit(&o)
 }

@@ -161,3 +161,44 @@ pub fn sector_range(offset: u64, len: u64, align: u64) -> (u64, u64, u64) {
     let end = (offset + len).div_ceil(align) * align;
     (start, end - start, offset - start)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sector_ranges_cover_the_block() {
+        assert_eq!(sector_range(4096, 100, 4096), (4096, 4096, 0));
+        assert_eq!(sector_range(5000, 100, 4096), (4096, 4096, 904));
+        // A block straddling a sector boundary needs both sectors.
+        assert_eq!(sector_range(8000, 300, 4096), (4096, 8192, 3904));
+        assert_eq!(sector_range(8192, 65536, 4096), (8192, 65536, 0));
+        assert_eq!(sector_range(100, 10, 512), (0, 512, 100));
+        for (offset, len) in [(4097u64, 65535u64), (12345, 1), (4096 * 7 - 1, 2)] {
+            let (start, n, skip) = sector_range(offset, len, 4096);
+            assert_eq!(start % 4096, 0);
+            assert_eq!(n % 4096, 0);
+            assert_eq!(start + skip, offset);
+            assert!(start + n >= offset + len && n < len + 2 * 4096);
+        }
+    }
+
+    #[test]
+    fn header_round_trips() {
+        let h = Header {
+            version: VERSION,
+            flags: 0,
+            data_offset: 4096,
+            data_len: 123,
+            toc_offset: 4219,
+            toc_len: 77,
+            asset_count: 2,
+            block_count: 3,
+            toc_crc: 0xdead_beef,
+        };
+        let b = h.encode();
+        assert_eq!(b[..8], MAGIC);
+        assert_eq!(Header::decode(&b), h);
+        assert_eq!(get_u32(&b, header::HEADER_CRC), crc32c::crc32c(&b[..60]));
+    }
+}

@@ -311,7 +311,7 @@ pub fn add_file(
         InputKind::Ktx2 => {
             let t = read_ktx2(path, &bytes)?;
             let d = t.format.block_dim();
-            if t.width % d != 0 || t.height % d != 0 {
+            if !t.width.is_multiple_of(d) || !t.height.is_multiple_of(d) {
                 return Err(PackError::Import {
                     path: path.to_path_buf(),
                     reason: format!(

@@ -42,6 +42,36 @@ fn corrupt(
     }
 }
 
+/// For messages about a block found bad before the asset table is
+/// validated: " of asset 'name'" when some asset entry's range claims block
+/// `i` and its name reads, else nothing. Only runs on the error path.
+fn owner_of(toc: &[u8], hd: &Header, i: usize) -> String {
+    let assets_at = hd.block_count as usize * BLOCK_ENTRY_LEN;
+    let names_at = assets_at + hd.asset_count as usize * ASSET_ENTRY_LEN;
+    let names = toc.get(names_at..).unwrap_or(&[]);
+    for a in 0..hd.asset_count as usize {
+        let e = &toc[assets_at + a * ASSET_ENTRY_LEN..][..ASSET_ENTRY_LEN];
+        let (first, count) = (
+            format::get_u32(e, 28) as usize,
+            format::get_u32(e, 32) as usize,
+        );
+        if (first..first.saturating_add(count)).contains(&i) {
+            let (off, len) = (
+                format::get_u32(e, 0) as usize,
+                format::get_u32(e, 4) as usize,
+            );
+            return match off.checked_add(len).and_then(|end| names.get(off..end)) {
+                Some(n) => match std::str::from_utf8(n) {
+                    Ok(name) => format!(" of asset '{name}'"),
+                    Err(_) => format!(" of asset #{a}"),
+                },
+                None => format!(" of asset #{a}"),
+            };
+        }
+    }
+    String::new()
+}
+
 impl Pack {
     /// Opens a pack and validates its header and table of contents (never
     /// the data region: block checksums are checked as blocks are read).
@@ -135,7 +165,8 @@ impl Pack {
                 format!("unknown flags {:#x}", hd.flags),
             ));
         }
-        if hd.data_offset < format::DATA_ALIGN || hd.data_offset % format::DATA_ALIGN != 0 {
+        if hd.data_offset < format::DATA_ALIGN || !hd.data_offset.is_multiple_of(format::DATA_ALIGN)
+        {
             return Err(corrupt(
                 p,
                 "header",
@@ -212,7 +243,7 @@ impl Pack {
         for i in 0..hd.block_count as usize {
             let e = &toc[i * BLOCK_ENTRY_LEN..(i + 1) * BLOCK_ENTRY_LEN];
             let entry_at = hd.toc_offset + (i * BLOCK_ENTRY_LEN) as u64;
-            let what = || format!("block {i}");
+            let what = || format!("block {i}{}", owner_of(&toc, &hd, i));
             let stored_size = format::get_u32(e, 0);
             let size = format::get_u32(e, 4);
             let checksum = format::get_u32(e, 8);
@@ -284,12 +315,19 @@ impl Pack {
         let mut layouts = Vec::with_capacity(hd.asset_count as usize);
         let mut by_name = HashMap::with_capacity(hd.asset_count as usize);
         let mut next_block = 0u32;
+        let mut names_used = 0usize;
         for i in 0..hd.asset_count as usize {
             let e = &toc[assets_at + i * ASSET_ENTRY_LEN..assets_at + (i + 1) * ASSET_ENTRY_LEN];
             let entry_at = hd.toc_offset + (assets_at + i * ASSET_ENTRY_LEN) as u64;
             let name_off = format::get_u32(e, 0) as usize;
             let name_len = format::get_u32(e, 4) as usize;
             let idx_what = format!("asset #{i}");
+            // Names lie back to back in asset order, so together they are
+            // never longer than the name table (overlapping names would let
+            // a small file allocate a name per entry).
+            if name_off != names_used {
+                return Err(corrupt(p, idx_what, entry_at, format!("name offset {name_off}, expected {names_used} (names are stored in asset order)")));
+            }
             if name_len == 0 || name_len > format::MAX_NAME_LEN {
                 return Err(corrupt(
                     p,
@@ -320,6 +358,7 @@ impl Pack {
                     corrupt(p, &idx_what, entry_at, format!("name is not UTF-8: {err}"))
                 })?
                 .to_owned();
+            names_used += name_len;
             let what = format!("asset '{name}'");
             let kind_id = e[8];
             let format_id = e[9];
@@ -407,7 +446,7 @@ impl Pack {
                         ));
                     }
                     let d = fmt.block_dim();
-                    if width % d != 0 || height % d != 0 {
+                    if !width.is_multiple_of(d) || !height.is_multiple_of(d) {
                         return Err(corrupt(p, what, entry_at + 12, format!("{fmt} size {width}x{height} is not a multiple of its {d}x{d} blocks")));
                     }
                     let full = full_mip_count(width, height);
@@ -490,6 +529,17 @@ impl Pack {
             });
             layouts.push(layout);
             next_block = end;
+        }
+        if names_used != names.len() {
+            return Err(corrupt(
+                p,
+                "table of contents",
+                hd.toc_offset + names_at as u64,
+                format!(
+                    "the name table has {} bytes, the names use {names_used}",
+                    names.len()
+                ),
+            ));
         }
         if next_block != hd.block_count {
             return Err(corrupt(
@@ -753,16 +803,17 @@ impl Pack {
     }
 
     /// Reads a whole asset's decoded data: a blob's bytes, or a texture's
-    /// blocks in pack order. Allocates the asset's size, which the table of
-    /// contents has tied to its blocks.
+    /// blocks in pack order. The output grows block by block as blocks
+    /// check out, so memory follows data that really decoded, not sizes the
+    /// file merely declares.
     fn read_blocks(&self, file: &File, asset: &Asset) -> Result<Vec<u8>, PackError> {
-        let mut out = vec![0u8; asset.size as usize];
+        let mut out = Vec::new();
         let mut scratch = Vec::new();
-        let mut at = 0usize;
+        let mut block = vec![0u8; MAX_BLOCK_SIZE];
         for i in asset.blocks.clone() {
             let size = self.blocks[i as usize].size as usize;
-            self.read_block(file, BlockId(i), &mut scratch, &mut out[at..at + size])?;
-            at += size;
+            self.read_block(file, BlockId(i), &mut scratch, &mut block[..size])?;
+            out.extend_from_slice(&block[..size]);
         }
         Ok(out)
     }

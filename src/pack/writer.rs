@@ -54,6 +54,9 @@ pub struct PackSummary {
     pub file_len: u64,
 }
 
+/// One compressed block, or why it could not be.
+type Encoded = Result<(Codec, Vec<u8>), PackError>;
+
 struct BlockEntry {
     stored_size: u32,
     size: u32,
@@ -166,7 +169,7 @@ impl PackWriter {
             )));
         }
         let d = format.block_dim();
-        if width % d != 0 || height % d != 0 {
+        if !width.is_multiple_of(d) || !height.is_multiple_of(d) {
             return Err(bad(format!(
                 "{format} size {width}x{height} is not a multiple of {d}x{d}"
             )));
@@ -272,7 +275,7 @@ impl PackWriter {
             });
         }
         let opts = self.opts;
-        let encode = |i: usize, src: &[u8]| -> Result<(Codec, Vec<u8>), PackError> {
+        let encode = |i: usize, src: &[u8]| -> Encoded {
             if opts.codec == Codec::None {
                 return Ok((Codec::None, src.to_vec()));
             }
@@ -295,39 +298,37 @@ impl PackWriter {
         let threads = opts.threads.clamp(1, 16);
         for (batch_no, batch) in chunks.chunks(64 * threads).enumerate() {
             let base = batch_no * 64 * threads;
-            let results: Vec<Result<(Codec, Vec<u8>), PackError>> =
-                if threads == 1 || batch.len() < 2 {
-                    batch
-                        .iter()
-                        .enumerate()
-                        .map(|(i, c)| encode(base + i, c))
-                        .collect()
-                } else {
-                    let mut slots: Vec<Option<Result<(Codec, Vec<u8>), PackError>>> =
-                        (0..batch.len()).map(|_| None).collect();
-                    std::thread::scope(|s| {
-                        let handles: Vec<_> = (0..threads)
-                            .map(|t| {
-                                let encode = &encode;
-                                s.spawn(move || {
-                                    (t..batch.len())
-                                        .step_by(threads)
-                                        .map(|i| (i, encode(base + i, batch[i])))
-                                        .collect::<Vec<_>>()
-                                })
+            let results: Vec<Encoded> = if threads == 1 || batch.len() < 2 {
+                batch
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| encode(base + i, c))
+                    .collect()
+            } else {
+                let mut slots: Vec<Option<Encoded>> = (0..batch.len()).map(|_| None).collect();
+                std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..threads)
+                        .map(|t| {
+                            let encode = &encode;
+                            s.spawn(move || {
+                                (t..batch.len())
+                                    .step_by(threads)
+                                    .map(|i| (i, encode(base + i, batch[i])))
+                                    .collect::<Vec<_>>()
                             })
-                            .collect();
-                        for h in handles {
-                            for (i, r) in h.join().expect("compression thread panicked") {
-                                slots[i] = Some(r);
-                            }
+                        })
+                        .collect();
+                    for h in handles {
+                        for (i, r) in h.join().expect("compression thread panicked") {
+                            slots[i] = Some(r);
                         }
-                    });
-                    slots
-                        .into_iter()
-                        .map(|r| r.expect("every slot filled"))
-                        .collect()
-                };
+                    }
+                });
+                slots
+                    .into_iter()
+                    .map(|r| r.expect("every slot filled"))
+                    .collect()
+            };
             for (src, r) in batch.iter().zip(results) {
                 let (codec, stored) = r?;
                 let offset = format::DATA_ALIGN + self.data_len;
