@@ -2,7 +2,8 @@
 //! 64 to 8192 blocks of 64 KiB, timed with GPU timestamp queries where the
 //! adapter has them (wall clock around submit and a full poll otherwise),
 //! with the compression ratio and the one-thread lz4_flex figure on the same
-//! blocks beside it.
+//! blocks beside it. Every batch's output is checked against the original
+//! bytes once, after the warm-up run, before it is timed.
 //!
 //! Run: `WGPU_BACKEND=vulkan cargo bench --bench gpu_lz4`
 //! Options (environment): `GPUSTREAM_BENCH_RUNS` (timed runs per batch,
@@ -227,6 +228,15 @@ fn main() {
                 "{}: a block failed",
                 c.name
             );
+            let output = read_whole(&ctx, &gpu.output);
+            for (i, d) in batch.descs().iter().enumerate() {
+                let at = d.dst_offset as usize;
+                assert!(
+                    output[at..at + BLOCK] == c.blocks[i % POOL].0[..],
+                    "{}: block {i} decoded wrong",
+                    c.name
+                );
+            }
             let (mut ts, mut wall) = (Vec::new(), Vec::new());
             for _ in 0..runs {
                 let (g, w) = timed_run(&ctx, &pipeline, &gpu, queries.as_ref());
@@ -254,6 +264,19 @@ fn main() {
             );
         }
     }
+}
+
+fn read_whole(ctx: &GpuContext, buffer: &wgpu::Buffer) -> Vec<u8> {
+    let readback = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: buffer.size(),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, buffer.size());
+    ctx.queue.submit([encoder.finish()]);
+    read_buffer(&ctx.device, &readback).expect("device lost")
 }
 
 fn read_status(ctx: &GpuContext, gpu: &gpustream::decode::gpu::Lz4GpuBatch) -> Vec<Lz4Status> {

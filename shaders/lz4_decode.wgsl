@@ -36,10 +36,11 @@
 // bits, input position relative to src_offset in the high 24 bits).
 
 // The pipeline appends one of lz4_tail_portable.wgsl / lz4_tail_subgroup.wgsl
-// (which defines sequence_tail) and, for the subgroup path, puts
-// `enable subgroups;` in front and the subgroup_invocation_id parameter
-// (sg_lane) in place of the /*@SUBGROUP_LANE_PARAM@*/ marker below; the
-// portable include defines sg_lane as a constant instead.
+// (which defines sequence_tail) and, for the subgroup path, puts the
+// subgroup_invocation_id parameter (sg_lane) in place of the
+// /*@SUBGROUP_LANE_PARAM@*/ marker below; the portable include defines
+// sg_lane as a constant instead. (wgpu 30's naga rejects the
+// `enable subgroups;` directive; the device feature gates the builtins.)
 
 // Lanes per workgroup; the pipeline sets it (the subgroup size when the
 // device has subgroups, 32 otherwise).

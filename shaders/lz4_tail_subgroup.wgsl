@@ -1,5 +1,5 @@
 // The pending tail of a sequence, subgroup path (appended to
-// lz4_decode.wgsl by the pipeline, with `enable subgroups;` in front):
+// lz4_decode.wgsl by the pipeline on devices with Features::SUBGROUP):
 // lane j of each subgroup fetches byte j of the partly filled last word
 // (lookups that may each be an output load) and one subgroupOr gives
 // every lane the whole word. Subgroups have at least 4 lanes.

@@ -270,10 +270,17 @@ impl Lz4DecodePipeline {
             return Ok(());
         }
         let limits = device.limits();
-        let max_binding = limits.max_storage_buffer_binding_size as u64;
+        // The shader does its byte arithmetic in u32: bindings stay below 4 GiB.
+        let max_binding = limits
+            .max_storage_buffer_binding_size
+            .min(u32::MAX as u64 & !3);
         let align = limits.min_storage_buffer_offset_alignment as u64;
         let check = |binding, offset: u64, size: u64| {
-            if offset % align != 0 || size == 0 || size % 4 != 0 || size > max_binding {
+            if !offset.is_multiple_of(align)
+                || size == 0
+                || !size.is_multiple_of(4)
+                || size > max_binding
+            {
                 Err(Lz4EncodeError::Binding {
                     binding,
                     offset,
@@ -479,7 +486,8 @@ pub fn decode_blocks_with(
     blocks: &[(&[u8], usize)],
 ) -> Vec<Result<Vec<u8>, Lz4Status>> {
     let limits = ctx.device.limits();
-    let max_binding = (limits.max_storage_buffer_binding_size as u64)
+    let max_binding = limits
+        .max_storage_buffer_binding_size
         .min(limits.max_buffer_size)
         .min(1 << 30);
     let mut results = Vec::with_capacity(blocks.len());
