@@ -87,7 +87,7 @@ fn verify_gpu(pack: &Pack) -> Result<usize, Box<dyn std::error::Error + Send + S
             inputs.push((stored, b.size as usize));
             wanted.push(ok.then_some(cpu));
         }
-        let got = gpustream::decode::gpu::decode_blocks_with(&ctx, &pipeline, &inputs);
+        let got = gpustream::decode::gpu::lz4_decode::decode_blocks_with(&ctx, &pipeline, &inputs);
         for ((&i, want), got) in batch.iter().zip(&wanted).zip(got) {
             let Some(want) = want else { continue };
             let b = pack.blocks()[i as usize];
