@@ -1323,7 +1323,7 @@ fn ensure_lz4_res<'a>(
             status: mk(
                 "gpustream lz4 status",
                 descs * 4,
-                storage | wgpu::BufferUsages::COPY_SRC,
+                storage | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
             ),
             readback: mk(
                 "gpustream lz4 status readback",
