@@ -435,6 +435,11 @@ fn measure_engine(
     let nbuf = 2 * qd;
     let mut bufs: Vec<AlignedBuf> = (0..nbuf).map(|_| AlignedBuf::new(size)).collect();
     let ptrs: Vec<usize> = bufs.iter_mut().map(|b| b.as_mut_ptr() as usize).collect();
+    for (&p, b) in ptrs.iter().zip(&bufs) {
+        // Registered like the runtime's staging memory would be.
+        // SAFETY: the buffers outlive the engine (dropped first below).
+        unsafe { engine.register_memory(p as *mut u8, b.len()) };
+    }
     let (tx, rx) = channel::unbounded();
     let op = |i: usize, buf: usize| ReadOp {
         file: file.clone(),
