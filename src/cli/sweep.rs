@@ -323,6 +323,7 @@ fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn cell(
     pattern: Pattern,
     method: &str,

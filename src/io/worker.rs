@@ -238,8 +238,10 @@ fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFl
     // SAFETY: done < len, and the caller promised dest..dest+len.
     let dest = unsafe { op.dest.add(f.done) };
     let a = file.inner.alignment;
-    let direct =
-        file.is_direct() && off % a as u64 == 0 && left % a == 0 && (dest as usize) % a == 0;
+    let direct = file.is_direct()
+        && off.is_multiple_of(a as u64)
+        && left.is_multiple_of(a)
+        && (dest as usize).is_multiple_of(a);
     let fd = if direct {
         file.direct_fd()
     } else {
