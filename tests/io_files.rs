@@ -336,3 +336,32 @@ fn registered_memory_and_files_are_used_by_io_uring() {
     e.unregister_memory(base);
     drop(e);
 }
+
+#[test]
+fn direct_reads_refused_after_open_fall_back_to_buffered() {
+    use gpustream::io::FaultConfig;
+    let d = tmp();
+    let p = d.path().join("refused.bin");
+    write_file(&p, 256 << 10);
+    for kind in [BackendKind::Threads, BackendKind::Auto] {
+        let e = IoEngine::new(IoConfig {
+            backend: kind,
+            fault: Some(FaultConfig {
+                refuse_direct: 1000,
+                ..FaultConfig::none(7)
+            }),
+            ..IoConfig::default()
+        })
+        .unwrap();
+        let f = e.open(&p, OpenMode::Direct).unwrap();
+        if !f.is_direct() {
+            eprintln!("note: no O_DIRECT here, nothing to refuse");
+            return;
+        }
+        let s = e.read_at(&f, 0, 256 << 10).unwrap();
+        assert_eq!(s.len(), 256 << 10);
+        assert!(s.iter().enumerate().all(|(k, &b)| b == content(k)));
+        assert!(!f.is_direct(), "the file must now be read buffered");
+        assert_eq!(f.alignment(), 1);
+    }
+}

@@ -105,12 +105,13 @@ fn status_entry_holds_first_failure_in_enqueue_order() {
     let rt = runtime();
     let q = memory_queue(&rt, 1024);
     let s = StatusArray::new(3);
-    let mem = HostMemory::new(4096 * 8);
+    // 8 KiB apart: a bad source declares one byte more than it decodes to.
+    let mem = HostMemory::new(8192 * 8);
     let d = block(3, 4096);
     // Window 0: ok, bad (named "first"), ok, bad ("second").
     let dest = |i: usize| Destination::Memory {
         memory: mem.clone(),
-        offset: i * 4096,
+        offset: i * 8192,
     };
     q.enqueue(Request::new(lz4_source(&d), dest(0))).unwrap();
     q.enqueue(

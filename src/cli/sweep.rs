@@ -323,6 +323,7 @@ fn cpu_seconds() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn cell(
     pattern: Pattern,
     method: &str,
@@ -435,6 +436,11 @@ fn measure_engine(
     let nbuf = 2 * qd;
     let mut bufs: Vec<AlignedBuf> = (0..nbuf).map(|_| AlignedBuf::new(size)).collect();
     let ptrs: Vec<usize> = bufs.iter_mut().map(|b| b.as_mut_ptr() as usize).collect();
+    for (&p, b) in ptrs.iter().zip(&bufs) {
+        // Registered like the runtime's staging memory would be.
+        // SAFETY: the buffers outlive the engine (dropped first below).
+        unsafe { engine.register_memory(p as *mut u8, b.len()) };
+    }
     let (tx, rx) = channel::unbounded();
     let op = |i: usize, buf: usize| ReadOp {
         file: file.clone(),

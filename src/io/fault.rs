@@ -24,6 +24,10 @@ pub struct FaultConfig {
     pub delay: u16,
     /// Batches of completions handed over in a shuffled order.
     pub reorder: u16,
+    /// Direct (O_DIRECT) reads answered EINVAL, as by a filesystem that
+    /// accepts O_DIRECT at open but not for reads (the engine must switch
+    /// the file to buffered reads and carry on).
+    pub refuse_direct: u16,
 }
 
 impl FaultConfig {
@@ -37,6 +41,7 @@ impl FaultConfig {
             interrupt: 100,
             delay: 200,
             reorder: 300,
+            refuse_direct: 0,
         }
     }
 
@@ -49,6 +54,7 @@ impl FaultConfig {
             interrupt: 0,
             delay: 0,
             reorder: 0,
+            refuse_direct: 0,
         }
     }
 }
@@ -93,6 +99,10 @@ impl FaultBackend {
 
 impl Backend for FaultBackend {
     unsafe fn push(&mut self, mut r: RawRead) {
+        if r.align > 1 && self.chance(r.ident, 6, self.cfg.refuse_direct).is_some() {
+            self.synthetic.push((r.tag, Err(libc::EINVAL)));
+            return;
+        }
         if self.chance(r.ident, 1, self.cfg.eio).is_some() {
             self.synthetic.push((r.tag, Err(libc::EIO)));
             return;

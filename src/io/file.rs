@@ -281,6 +281,9 @@ fn fd_is_direct(fd: RawFd) -> bool {
     fl >= 0 && fl & libc::O_DIRECT != 0
 }
 
+// f_type and the magic constants are c_long or narrower depending on the
+// architecture; widening them all to i64 is a no-op cast on x86_64.
+#[allow(clippy::unnecessary_cast)]
 fn is_memory_fs(fd: RawFd) -> bool {
     // SAFETY: zeroed statfs is a valid out-parameter.
     let mut s: libc::statfs = unsafe { std::mem::zeroed() };

@@ -301,7 +301,7 @@ impl IoEngine {
     fn poke_workers(&self) {
         let workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
         for w in workers.values() {
-            w.inbox.push(std::iter::empty());
+            w.inbox.poke();
         }
     }
 

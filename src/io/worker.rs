@@ -25,6 +25,11 @@ pub(crate) struct Inbox {
     pub(crate) regions: Arc<Regions>,
     state: Mutex<InboxState>,
     wake_pending: AtomicBool,
+    /// Set by the worker just before it blocks while it could start more
+    /// reads. When the device queue is full the worker wakes on the next
+    /// completion anyway, so submitters skip the wake-up (and the worker
+    /// an extra trip through the kernel).
+    wants_work: AtomicBool,
     waker: Waker,
 }
 
@@ -49,6 +54,7 @@ impl Inbox {
             regions,
             state: Mutex::new(InboxState::default()),
             wake_pending: AtomicBool::new(false),
+            wants_work: AtomicBool::new(true),
             waker,
         }
     }
@@ -59,6 +65,13 @@ impl Inbox {
             .unwrap_or_else(|e| e.into_inner())
             .ops
             .extend(ops);
+        if self.wants_work.load(Ordering::SeqCst) {
+            self.wake();
+        }
+    }
+
+    /// Wakes the worker whatever it is doing (configuration changes).
+    pub(crate) fn poke(&self) {
         self.wake();
     }
 
@@ -145,7 +158,18 @@ pub(crate) fn run(
         if shutdown && sched.is_empty() && backend.in_flight() == 0 {
             return;
         }
-        backend.reap(true, &mut events);
+        // Announce whether new work could start now, then look once more:
+        // a submitter either sees the flag and wakes us, or we see its ops.
+        let room = backend.in_flight() < queue_depth;
+        inbox.wants_work.store(room, Ordering::SeqCst);
+        let more = room
+            && !inbox
+                .state
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .ops
+                .is_empty();
+        backend.reap(!more, &mut events);
         for (tag, res) in events.drain(..) {
             let slot = tag as usize;
             let Some(f) = slots.get_mut(slot).and_then(Option::take) else {
@@ -214,8 +238,10 @@ fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFl
     // SAFETY: done < len, and the caller promised dest..dest+len.
     let dest = unsafe { op.dest.add(f.done) };
     let a = file.inner.alignment;
-    let direct =
-        file.is_direct() && off % a as u64 == 0 && left % a == 0 && (dest as usize) % a == 0;
+    let direct = file.is_direct()
+        && off.is_multiple_of(a as u64)
+        && left.is_multiple_of(a)
+        && (dest as usize).is_multiple_of(a);
     let fd = if direct {
         file.direct_fd()
     } else {

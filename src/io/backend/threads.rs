@@ -24,12 +24,23 @@ pub(crate) struct ThreadsBackend {
 
 impl ThreadsBackend {
     pub(crate) fn new(threads: usize) -> std::io::Result<ThreadsBackend> {
+        ThreadsBackend::with_notify(threads, None)
+    }
+
+    /// A pool whose threads also call `notify` after each completion (the
+    /// io_uring backend uses it to wake its ring for buffered reads it
+    /// hands to a pool).
+    pub(crate) fn with_notify(
+        threads: usize,
+        notify: Option<Waker>,
+    ) -> std::io::Result<ThreadsBackend> {
         let (jobs_tx, jobs_rx) = channel::unbounded::<RawRead>();
         let (events_tx, events) = channel::unbounded();
         let mut handles = Vec::new();
         for i in 0..threads.max(1) {
             let rx = jobs_rx.clone();
             let tx = events_tx.clone();
+            let notify = notify.clone();
             let h = std::thread::Builder::new()
                 .name(format!("gpustream-pread-{i}"))
                 .spawn(move || {
@@ -48,6 +59,9 @@ impl ThreadsBackend {
                         };
                         if tx.send(Event::Done(r.tag, res)).is_err() {
                             break;
+                        }
+                        if let Some(n) = &notify {
+                            n();
                         }
                     }
                 })?;
