@@ -104,7 +104,7 @@ fn a_captured_trace_replays_and_summarises() {
     let bad = bin().arg("replay").arg(&trace).output().unwrap();
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("run.trace:2"), "error names the line: {err}");
+    assert!(err.contains("run.trace:3") && err.contains("trace.gspk"), "error names the line: {err}");
 }
 
 #[test]

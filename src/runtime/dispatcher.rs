@@ -1370,11 +1370,18 @@ fn spawn_poller(device: wgpu::Device, owed: Arc<AtomicUsize>, kicked: Receiver<(
         .name("gpustream-poll".into())
         .spawn(move || {
             while kicked.recv().is_ok() {
+                // Non-blocking polls with a short, growing sleep rather than
+                // `PollType::Wait`: the application polls the same device from
+                // its own threads, and wgpu-core 30.0.2 can panic when two
+                // threads wait on one device at once (gfx-rs/wgpu#9958).
+                let mut nap = std::time::Duration::from_micros(20);
                 while owed.load(Ordering::Acquire) > 0 {
-                    let _ = device.poll(wgpu::PollType::Wait {
-                        submission_index: None,
-                        timeout: Some(std::time::Duration::from_millis(100)),
-                    });
+                    match device.poll(wgpu::PollType::Poll) {
+                        Ok(status) if !status.is_queue_empty() => nap = std::time::Duration::from_micros(20),
+                        _ => {}
+                    }
+                    std::thread::sleep(nap);
+                    nap = (nap * 2).min(std::time::Duration::from_millis(1));
                 }
             }
         })
