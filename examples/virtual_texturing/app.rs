@@ -466,8 +466,8 @@ pub fn run(ctx: &GpuContext, cfg: &RunConfig) -> Result<RunResult, Box<dyn std::
         }
 
         // Feedback that has come back, oldest first.
-        let tf = Instant::now();
         device.poll(wgpu::PollType::Poll)?;
+        let tf = Instant::now();
         while let Some(&i) = pending_fb.front() {
             if !readbacks[i].ready.load(Ordering::Acquire) {
                 break;

@@ -249,8 +249,8 @@ impl Residency {
 
     /// Plans frame `frame` from the tiles the latest feedback asked for:
     /// marks them and their ancestors as used, picks at most `max_loads`
-    /// tiles to load (for each wanted tile, its coarsest missing ancestor;
-    /// coarse mips first), and evicts least recently used tiles to make
+    /// tiles to load (each wanted tile and its missing ancestors, coarse
+    /// mips first, so no tile is loaded before its parent), and evicts least recently used tiles to make
     /// room.
     pub fn plan(&mut self, wanted: &HashSet<TileKey>, frame: u64, max_loads: usize) -> Plan {
         let mut want: HashSet<TileKey> = HashSet::new();
@@ -263,15 +263,17 @@ impl Residency {
                 c = c.parent();
                 chain.push(c);
             }
+            // Every missing tile of the chain is wanted at once (the sort
+            // below puts parents first, in this batch or an earlier one),
+            // so reaching mip 0 costs one round trip instead of one per mip.
             for t in chain.iter().rev() {
                 if let Some(r) = self.resident.get_mut(t) {
                     r.last_used = frame;
-                    continue;
-                }
-                if !self.loading.contains_key(t) && !self.failed.contains(t) {
+                } else if self.failed.contains(t) {
+                    break;
+                } else if !self.loading.contains_key(t) {
                     want.insert(*t);
                 }
-                break;
             }
         }
         let mut plan = Plan {
@@ -334,20 +336,27 @@ mod tests {
         };
         let want: HashSet<_> = [fine].into();
         let p = r.plan(&want, 1, 8);
-        assert_eq!(p.loads.len(), 1);
-        assert_eq!(p.loads[0].0.mip, 2, "the coarsest ancestor comes first");
+        let mips: Vec<u8> = p.loads.iter().map(|(k, _)| k.mip).collect();
+        assert_eq!(mips, vec![2, 1, 0], "the chain, coarsest first");
+        assert_eq!(p.loads[2].0, fine);
+        // Loading tiles are not asked for again.
+        assert!(r.plan(&want, 1, 8).loads.is_empty());
+        // The upload limit keeps the coarse end of the chain.
+        let other: HashSet<_> = [TileKey {
+            tex: 1,
+            mip: 0,
+            x: 0,
+            y: 0,
+        }]
+        .into();
+        let mut r2 = Residency::new(geo(), 3);
+        let p2 = r2.plan(&other, 1, 2);
+        assert_eq!(
+            p2.loads.iter().map(|(k, _)| k.mip).collect::<Vec<_>>(),
+            vec![2, 1]
+        );
         for (k, s) in p.loads {
             r.complete(k, s, true, 1);
-        }
-        let p = r.plan(&want, 2, 8);
-        assert_eq!(p.loads[0].0.mip, 1);
-        for (k, s) in p.loads {
-            r.complete(k, s, true, 2);
-        }
-        let p = r.plan(&want, 3, 8);
-        assert_eq!(p.loads[0].0, fine);
-        for (k, s) in p.loads {
-            r.complete(k, s, true, 3);
         }
         assert_eq!(r.resident_count(), 3);
         // Another texture's tile: the pool is full; only the mip-0 leaf may go.
