@@ -203,3 +203,23 @@ fn a_pool_smaller_than_the_view_evicts_and_shows_coarser_mips() {
         mean(&mb)
     );
 }
+
+#[test]
+fn asynchronous_feedback_and_loads_stay_within_the_pool_and_show_valid_tiles() {
+    // The demo's default mode: feedback readbacks and tile batches complete
+    // whenever they do; whatever has landed, every pixel shows a legal tile.
+    let mut cfg = config(12, 30, 0.03);
+    cfg.sync = false;
+    let Some(r) = run(&cfg) else { return };
+    assert_eq!(r.failed_tiles, 0, "{:?}", r.first_failure);
+    assert_eq!(r.frames.len(), 30);
+    assert!(r
+        .frames
+        .iter()
+        .all(|f| f.resident_tiles + f.loading_tiles <= 12));
+    let (_, bad) = classify(&r, &cfg);
+    assert!(
+        bad * 100 <= (W * H) as usize,
+        "{bad} pixels match no tile colour"
+    );
+}
