@@ -8,7 +8,7 @@
 mod vt;
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use gpustream::pack::TextureFormat;
 use vt::app::{RunConfig, RunResult};
@@ -23,21 +23,22 @@ const SCENE: SceneConfig = SceneConfig {
 const W: u32 = 320;
 const H: u32 = 180;
 
-/// The pack, built once for every test of this binary.
-fn pack() -> PathBuf {
-    static PACK: OnceLock<PathBuf> = OnceLock::new();
-    PACK.get_or_init(|| {
-        let path = SCENE.pack_path(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
-        vt::content::ensure_pack(&path, &SCENE, false).expect("build the test pack");
-        path
-    })
-    .clone()
+/// The pack of `scene`, built once per scene for every test of this binary.
+fn pack(scene: &SceneConfig) -> PathBuf {
+    static BUILT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    let path = scene.pack_path(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")));
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.contains(&path) {
+        vt::content::ensure_pack(&path, scene, false).expect("build the test pack");
+        built.push(path.clone());
+    }
+    path
 }
 
 fn config(pool: u32, frames: u64, speed: f32) -> RunConfig {
     RunConfig {
         scene: SCENE,
-        pack: pack(),
+        pack: pack(&SCENE),
         frames,
         width: W,
         height: H,
@@ -173,6 +174,29 @@ fn headless_run_shows_the_streamed_tiles() {
         uploaded as u64 * 65536,
         "every uploaded tile is 64 KiB"
     );
+}
+
+#[test]
+fn bc1_tiles_land_where_the_reference_says() {
+    // BC1 tiles are 512x256 texels: the non-square tile grid and the 565
+    // endpoint colours.
+    let mut cfg = config(128, 10, 0.0);
+    cfg.scene = SceneConfig {
+        textures: 4,
+        size: 2048,
+        format: TextureFormat::Bc1,
+    };
+    cfg.pack = pack(&cfg.scene);
+    let Some(r) = run(&cfg) else { return };
+    assert_eq!(r.failed_tiles, 0, "{:?}", r.first_failure);
+    assert!(r.frames.iter().map(|f| f.tiles_uploaded).sum::<usize>() > 0);
+    let (mips, bad) = classify(&r, &cfg);
+    assert!(mips.len() > (W * H) as usize / 4, "the ground is in view");
+    assert!(
+        bad * 100 <= (W * H) as usize,
+        "{bad} pixels match no tile colour"
+    );
+    assert!(mips.iter().any(|&m| m == 0), "mip 0 landed");
 }
 
 #[test]
