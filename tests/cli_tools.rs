@@ -29,7 +29,11 @@ fn bench_quick_smoke_run_reports_every_case() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "bench failed:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "bench failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let rows = report["rows"].as_array().unwrap();
     let cases: Vec<&str> = rows.iter().map(|r| r["case"].as_str().unwrap()).collect();
@@ -37,7 +41,10 @@ fn bench_quick_smoke_run_reports_every_case() {
         assert!(cases.contains(&c), "{c} missing: {cases:?}");
     }
     if std::env::var("GPUSTREAM_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        assert!(cases.contains(&"gpu-lz4"), "gpu-lz4 missing with a GPU required: {cases:?}");
+        assert!(
+            cases.contains(&"gpu-lz4"),
+            "gpu-lz4 missing with a GPU required: {cases:?}"
+        );
     }
     for r in rows {
         assert!(r["delivered_gbps"].as_f64().unwrap() > 0.0);
@@ -50,7 +57,15 @@ fn bench_quick_smoke_run_reports_every_case() {
 
 fn make_pack(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("trace.gspk");
-    let mut w = PackWriter::create(&path, WriterOptions { codec: Codec::Lz4, level: 0, threads: 1 }).unwrap();
+    let mut w = PackWriter::create(
+        &path,
+        WriterOptions {
+            codec: Codec::Lz4,
+            level: 0,
+            threads: 1,
+        },
+    )
+    .unwrap();
     let data: Vec<u8> = (0..300_000u32).map(|i| (i / 5) as u8).collect();
     w.add_blob("a", &data).unwrap();
     w.add_blob("b", &data[..70_000]).unwrap();
@@ -64,7 +79,11 @@ fn a_captured_trace_replays_and_summarises() {
     let pack = make_pack(dir.path());
     let trace = dir.path().join("run.trace");
     {
-        let rt = Runtime::without_gpu(RuntimeConfig { trace: Some(trace.clone()), ..Default::default() }).unwrap();
+        let rt = Runtime::without_gpu(RuntimeConfig {
+            trace: Some(trace.clone()),
+            ..Default::default()
+        })
+        .unwrap();
         let pf = rt.open_pack(&pack).unwrap();
         let q = rt.create_queue(QueueConfig::default());
         let f = Fence::new();
@@ -72,8 +91,18 @@ fn a_captured_trace_replays_and_summarises() {
             for name in ["a", "b"] {
                 let id = pf.pack().find(name).unwrap();
                 let n = pf.pack().asset(id).size as usize;
-                q.enqueue(Request::new(Source::Blob { pack: pf.clone(), asset: id, range: None }, Destination::Memory { memory: HostMemory::new(n), offset: 0 }))
-                    .unwrap();
+                q.enqueue(Request::new(
+                    Source::Blob {
+                        pack: pf.clone(),
+                        asset: id,
+                        range: None,
+                    },
+                    Destination::Memory {
+                        memory: HostMemory::new(n),
+                        offset: 0,
+                    },
+                ))
+                .unwrap();
             }
             q.enqueue_signal(&f, round + 1);
             q.submit();
@@ -82,19 +111,51 @@ fn a_captured_trace_replays_and_summarises() {
     }
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(text.lines().next().unwrap().contains("gpustream-trace"));
-    assert_eq!(text.lines().filter(|l| l.contains("\"op\":\"request\"")).count(), 6);
-    assert_eq!(text.lines().filter(|l| l.contains("\"op\":\"submit\"")).count(), 3);
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("\"op\":\"request\""))
+            .count(),
+        6
+    );
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.contains("\"op\":\"submit\""))
+            .count(),
+        3
+    );
 
-    let info = bin().arg("trace-info").arg(&trace).arg("--json").output().unwrap();
-    assert!(info.status.success(), "{}", String::from_utf8_lossy(&info.stderr));
+    let info = bin()
+        .arg("trace-info")
+        .arg(&trace)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        info.status.success(),
+        "{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
     assert_eq!(v["requests"], 6);
     assert_eq!(v["submits"], 3);
-    assert_eq!(v["few_request_submits"], 3, "2-request submits are below the default threshold of 8");
+    assert_eq!(
+        v["few_request_submits"], 3,
+        "2-request submits are below the default threshold of 8"
+    );
 
     let json = dir.path().join("replay.json");
-    let rep = bin().arg("replay").arg(&trace).args(["--iters", "2", "--json"]).arg(&json).output().unwrap();
-    assert!(rep.status.success(), "{}", String::from_utf8_lossy(&rep.stderr));
+    let rep = bin()
+        .arg("replay")
+        .arg(&trace)
+        .args(["--iters", "2", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(r["requests"], 12);
     assert!(r["uncompressed_mb_s"].as_f64().unwrap() > 0.0);
@@ -104,7 +165,10 @@ fn a_captured_trace_replays_and_summarises() {
     let bad = bin().arg("replay").arg(&trace).output().unwrap();
     assert!(!bad.status.success());
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("run.trace:3") && err.contains("trace.gspk"), "error names the line: {err}");
+    assert!(
+        err.contains("run.trace:3") && err.contains("trace.gspk"),
+        "error names the line: {err}"
+    );
 }
 
 #[test]
@@ -122,7 +186,10 @@ fn a_trace_with_an_out_of_range_block_is_refused_by_line() {
     let out = bin().arg("replay").arg(&trace).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bad.trace:3") && err.contains("outside"), "{err}");
+    assert!(
+        err.contains("bad.trace:3") && err.contains("outside"),
+        "{err}"
+    );
     std::fs::write(&trace, r#"{"format":"gpustream-trace","version":99}"#).unwrap();
     let out = bin().arg("trace-info").arg(&trace).output().unwrap();
     assert!(!out.status.success());

@@ -404,7 +404,8 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
         let mut first_failed = None;
         let mut failures = 0;
         for (i, (mem, want, tag)) in reqs.iter().enumerate() {
-            let cancelled_unsubmitted = cancel_early && *tag & 3 == cancel_tag && i >= submitted_upto;
+            let cancelled_unsubmitted =
+                cancel_early && *tag & 3 == cancel_tag && i >= submitted_upto;
             match per_request.get(i) {
                 StatusEntry::Pending => panic!("seed {seed}: request {i} never finished"),
                 StatusEntry::Failed(f) => {

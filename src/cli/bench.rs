@@ -524,8 +524,14 @@ pub fn run(args: Args) -> CliResult {
         };
         // lavapipe and other software adapters run the decoder at tens of
         // MB/s: a smaller slice keeps the default run short there.
-        let soft = ctx.as_ref().is_some_and(|c| c.adapter.get_info().device_type == wgpu::DeviceType::Cpu);
-        let limit = if case == "gpu-lz4" && soft { limit.min(16 << 20) } else { limit };
+        let soft = ctx
+            .as_ref()
+            .is_some_and(|c| c.adapter.get_info().device_type == wgpu::DeviceType::Cpu);
+        let limit = if case == "gpu-lz4" && soft {
+            limit.min(16 << 20)
+        } else {
+            limit
+        };
         if case == "gpu-lz4" && soft {
             notes.push("software adapter: gpu-lz4 streams a 16 MiB slice per pass".into());
         }

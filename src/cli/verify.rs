@@ -53,7 +53,11 @@ pub fn run(args: Args) -> CliResult {
             args.pack.display(),
             bad.len(),
             pack.blocks().len(),
-            if gpu_bad > 0 { format!(", {gpu_bad} LZ4 blocks decode differently on the GPU") } else { String::new() }
+            if gpu_bad > 0 {
+                format!(", {gpu_bad} LZ4 blocks decode differently on the GPU")
+            } else {
+                String::new()
+            }
         )
         .into())
     }
@@ -66,12 +70,16 @@ fn verify_gpu(pack: &Pack) -> Result<usize, Box<dyn std::error::Error + Send + S
     let ctx = gpustream::gpu::open_device()?;
     let pipeline = gpustream::decode::gpu::Lz4DecodePipeline::new(&ctx.device);
     let bytes = std::fs::read(pack.path())?;
-    let ids: Vec<u32> = (0..pack.blocks().len() as u32).filter(|&i| pack.blocks()[i as usize].codec == gpustream::Codec::Lz4).collect();
+    let ids: Vec<u32> = (0..pack.blocks().len() as u32)
+        .filter(|&i| pack.blocks()[i as usize].codec == gpustream::Codec::Lz4)
+        .collect();
     let bar = indicatif::ProgressBar::new(ids.len() as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} GPU decode on {msg} [{bar:40}] {pos}/{len} LZ4 blocks")
-            .expect("static template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} GPU decode on {msg} [{bar:40}] {pos}/{len} LZ4 blocks",
+        )
+        .expect("static template")
+        .progress_chars("=> "),
     );
     bar.set_message(ctx.describe());
     let mut mismatches = 0;
@@ -80,10 +88,14 @@ fn verify_gpu(pack: &Pack) -> Result<usize, Box<dyn std::error::Error + Send + S
         let mut wanted = Vec::new();
         for &i in batch {
             let b = pack.blocks()[i as usize];
-            let stored = bytes.get(b.offset as usize..b.offset as usize + b.stored_size as usize).unwrap_or(&[]);
+            let stored = bytes
+                .get(b.offset as usize..b.offset as usize + b.stored_size as usize)
+                .unwrap_or(&[]);
             let mut cpu = vec![0u8; b.size as usize];
             // Blocks the CPU already rejects were reported above.
-            let ok = pack.check_block(gpustream::pack::BlockId(i), stored, &mut cpu).is_ok();
+            let ok = pack
+                .check_block(gpustream::pack::BlockId(i), stored, &mut cpu)
+                .is_ok();
             inputs.push((stored, b.size as usize));
             wanted.push(ok.then_some(cpu));
         }
@@ -94,12 +106,24 @@ fn verify_gpu(pack: &Pack) -> Result<usize, Box<dyn std::error::Error + Send + S
             match got {
                 Ok(out) if out == *want => {}
                 Ok(out) => {
-                    let first = out.iter().zip(want.iter()).position(|(a, b)| a != b).unwrap_or(out.len().min(want.len()));
-                    println!("GPU MISMATCH: {} at offset {}: first differing byte {first}", pack.describe_block(gpustream::pack::BlockId(i)), b.offset);
+                    let first = out
+                        .iter()
+                        .zip(want.iter())
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(out.len().min(want.len()));
+                    println!(
+                        "GPU MISMATCH: {} at offset {}: first differing byte {first}",
+                        pack.describe_block(gpustream::pack::BlockId(i)),
+                        b.offset
+                    );
                     mismatches += 1;
                 }
                 Err(status) => {
-                    println!("GPU REJECTED: {} at offset {}: {status:?} (the CPU decodes it)", pack.describe_block(gpustream::pack::BlockId(i)), b.offset);
+                    println!(
+                        "GPU REJECTED: {} at offset {}: {status:?} (the CPU decodes it)",
+                        pack.describe_block(gpustream::pack::BlockId(i)),
+                        b.offset
+                    );
                     mismatches += 1;
                 }
             }
@@ -107,6 +131,11 @@ fn verify_gpu(pack: &Pack) -> Result<usize, Box<dyn std::error::Error + Send + S
         bar.inc(batch.len() as u64);
     }
     bar.finish_and_clear();
-    println!("GPU check on {}: {} LZ4 blocks, {} mismatches", ctx.describe(), ids.len(), mismatches);
+    println!(
+        "GPU check on {}: {} LZ4 blocks, {} mismatches",
+        ctx.describe(),
+        ids.len(),
+        mismatches
+    );
     Ok(mismatches)
 }

@@ -1377,7 +1377,9 @@ fn spawn_poller(device: wgpu::Device, owed: Arc<AtomicUsize>, kicked: Receiver<(
                 let mut nap = std::time::Duration::from_micros(20);
                 while owed.load(Ordering::Acquire) > 0 {
                     match device.poll(wgpu::PollType::Poll) {
-                        Ok(status) if !status.is_queue_empty() => nap = std::time::Duration::from_micros(20),
+                        Ok(status) if !status.is_queue_empty() => {
+                            nap = std::time::Duration::from_micros(20)
+                        }
                         _ => {}
                     }
                     std::thread::sleep(nap);
