@@ -20,14 +20,17 @@ fn bench_quick_smoke_run_reports_every_case() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
     let plot = dir.path().join("bench.png");
-    let out = bin()
+    let child = bin()
         .args(["bench", "--quick", "--json"])
         .arg(&json)
         .arg("--plot")
         .arg(&plot)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let out = wait_with_deadline(child, Duration::from_secs(900));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -53,6 +56,44 @@ fn bench_quick_smoke_run_reports_every_case() {
     }
     let png = std::fs::read(&plot).unwrap();
     assert_eq!(&png[..4], b"\x89PNG");
+}
+
+/// Waits for a child, killing it (and failing the test) past the deadline,
+/// so a hang shows up as a failure rather than a stuck CI run.
+fn wait_with_deadline(mut child: std::process::Child, limit: Duration) -> std::process::Output {
+    let start = std::time::Instant::now();
+    // Drain the pipes on threads so a chatty child cannot block on them.
+    let mut so = child.stdout.take().unwrap();
+    let mut se = child.stderr.take().unwrap();
+    let t1 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut so, &mut v).ok();
+        v
+    });
+    let t2 = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        std::io::Read::read_to_end(&mut se, &mut v).ok();
+        v
+    });
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            let err = t2.join().unwrap();
+            panic!(
+                "bench did not finish within {limit:?}:\n{}",
+                String::from_utf8_lossy(&err)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    std::process::Output {
+        status,
+        stdout: t1.join().unwrap(),
+        stderr: t2.join().unwrap(),
+    }
 }
 
 fn make_pack(dir: &Path) -> std::path::PathBuf {

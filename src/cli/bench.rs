@@ -40,6 +40,9 @@ pub struct Args {
     /// Read through the page cache instead of O_DIRECT.
     #[arg(long)]
     buffered: bool,
+    /// Deliver into host memory even where a GPU exists (CPU cases only).
+    #[arg(long)]
+    memory: bool,
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -473,9 +476,15 @@ pub fn run(args: Args) -> CliResult {
         args.staging
             .clone()
             .unwrap_or_else(|| if quick { vec![32] } else { vec![16, 64, 256] });
-    let ctx = gpustream::gpu::open_device().ok();
+    let ctx = if args.memory {
+        None
+    } else {
+        gpustream::gpu::open_device().ok()
+    };
     let mut notes = Vec::new();
-    if ctx.is_none() {
+    if args.memory {
+        notes.push("--memory: every case delivers into host memory".to_string());
+    } else if ctx.is_none() {
         notes.push("no GPU adapter: CPU cases only, into host memory".to_string());
     }
     let all_cases = ["none", "cpu-lz4", "cpu-zstd", "gpu-lz4"];

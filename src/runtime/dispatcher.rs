@@ -605,9 +605,10 @@ impl Dispatcher {
         }
     }
 
+    /// Gives back a reservation made by the run being placed; `usize::MAX`
+    /// marks a part that reserved nothing.
     fn unreserve(&mut self, chunk: usize, offset: u64) {
-        if let Some(g) = self.gpu.as_mut() {
-            let c = &mut g.ring.chunks[chunk];
+        if let Some(c) = self.gpu.as_mut().and_then(|g| g.ring.chunks.get_mut(chunk)) {
             if c.used > offset {
                 c.used = offset;
             }
