@@ -38,6 +38,12 @@ enum Command {
 }
 
 fn main() {
+    // Like other Unix tools, end quietly when the reader of our output goes
+    // away (`gpustream trace-info t | head`) instead of panicking in println!.
+    // SAFETY: resetting a signal disposition at start-up, before any thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Adapters(args) => cli::adapters::run(args),

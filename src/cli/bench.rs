@@ -43,6 +43,10 @@ pub struct Args {
     /// Deliver into host memory even where a GPU exists (CPU cases only).
     #[arg(long)]
     memory: bool,
+    /// Capture a trace of every run to `<TRACE>.<case>.<staging>MiB`
+    /// (compare the figures with and without to see its cost).
+    #[arg(long)]
+    trace: Option<PathBuf>,
     /// Write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -561,6 +565,11 @@ pub fn run(args: Args) -> CliResult {
                     OpenMode::Auto
                 },
                 io: IoConfig::default(),
+                trace: args.trace.as_ref().map(|t| {
+                    let mut p = t.clone().into_os_string();
+                    p.push(format!(".{case}.{mib}MiB"));
+                    PathBuf::from(p)
+                }),
                 ..Default::default()
             };
             let rt = match &ctx {

@@ -330,13 +330,13 @@ pub fn replay(args: ReplayArgs) -> CliResult {
             .unwrap_or_else(|| "none (host memory)".into()),
     };
     println!(
-        "{} requests in {} submits ({:.1} per submit), {:.3} s: disk {:.1} MB/s, uncompressed to {} {:.1} MB/s",
+        "{} requests in {} submits ({:.1} per submit), {:.3} s: disk {:.1} MB/s, uncompressed delivered ({}) {:.1} MB/s",
         res.requests,
         res.submits,
         res.requests_per_submit,
         res.seconds,
         res.disk_mb_s,
-        if ctx.is_some() { "GPU" } else { "memory" },
+        if ctx.is_some() { "GPU and traced host-memory destinations" } else { "host memory" },
         res.uncompressed_mb_s
     );
     if let Some(p) = &args.json {

@@ -96,6 +96,20 @@ fn bounds(panel: &LinePlot) -> (f64, f64, f64, f64) {
     (x0, x1, y0, y1)
 }
 
+/// A tick label with as many decimals as its size needs (0.05, 1.5, 128).
+fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || a >= 10.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        format!("{v:.1}")
+    } else if a >= 0.1 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 type DrawResult<T> =
     Result<T, DrawingAreaErrorKind<<BitMapBackend<'static> as DrawingBackend>::ErrorType>>;
 
@@ -128,8 +142,8 @@ fn draw_panel(
                 .y_desc(p.y_label.as_str())
                 .label_style(("sans-serif", 12))
                 .light_line_style(WHITE)
-                .x_label_formatter(&|v| format!("{v:.0}"))
-                .y_label_formatter(&|v| format!("{v:.0}"))
+                .x_label_formatter(&|v| tick(*v))
+                .y_label_formatter(&|v| tick(*v))
                 .draw()?;
             for (i, s) in p.series.iter().enumerate() {
                 let c = colors[i % colors.len()];

@@ -358,7 +358,10 @@ impl Queue {
         let spec = self.prepare(&req)?;
         let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         while s.in_flight >= self.shared.config.capacity {
-            if s.pending_requests > 0 {
+            // Submit what is pending only when nothing submitted is left to
+            // free a slot; otherwise wait, so a full queue does not turn into
+            // a stream of one-request submits.
+            if s.pending_requests > 0 && s.pending_requests == s.in_flight {
                 let fired = self.submit_locked(&mut s);
                 drop(s);
                 fired.into_iter().for_each(|f| f.fire());
