@@ -232,61 +232,21 @@ fn build_targets(
                     usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::TEXTURE_BINDING,
                     view_formats: &[],
                 });
-                for mip in 0..t.mip_count {
-                    if let Ok(Some((tx, ty))) = pack.tile_grid(asset, mip) {
-                        for y in 0..ty {
-                            for x in 0..tx {
-                                let Ok(r) = pack.tile_region(asset, mip, x, y) else {
-                                    continue;
-                                };
-                                requests.push(Request::new(
-                                    Source::Tile {
-                                        pack: pf.clone(),
-                                        asset,
-                                        mip,
-                                        x,
-                                        y,
-                                    },
-                                    Destination::Texture {
-                                        texture: tex.clone(),
-                                        mip: mip as u32,
-                                        origin: wgpu::Origin3d {
-                                            x: r.x,
-                                            y: r.y,
-                                            z: 0,
-                                        },
-                                        extent: None,
-                                    },
-                                ));
-                            }
-                        }
+                texture_requests(pf, asset, &mut requests, |mip, origin, _| {
+                    Destination::Texture {
+                        texture: tex.clone(),
+                        mip,
+                        origin,
+                        extent: None,
                     }
-                }
-                if let Ok(p) = pack.packed_mips(asset) {
-                    if let Some(first) = p.mips.first() {
-                        requests.push(Request::new(
-                            Source::PackedMips {
-                                pack: pf.clone(),
-                                asset,
-                            },
-                            Destination::Texture {
-                                texture: tex.clone(),
-                                mip: first.mip as u32,
-                                origin: wgpu::Origin3d::ZERO,
-                                extent: None,
-                            },
-                        ));
-                    }
-                }
-                delivered += a.size;
+                });
             }
             (_, Some(ctx)) => {
                 // Blobs go to a buffer in pieces of at most 4 MiB, so a
                 // request never outgrows a small staging buffer.
-                let size = a.size.next_multiple_of(4).max(4);
                 let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some(&a.name),
-                    size,
+                    size: a.size.next_multiple_of(4).max(4),
                     usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::STORAGE,
                     mapped_at_creation: false,
                 });
@@ -307,11 +267,10 @@ fn build_targets(
                     ));
                     at = end;
                 }
-                delivered += a.size;
             }
             (_, None) => {
-                // No GPU: everything lands in host memory (textures as their
-                // tiles' bytes, blob-style).
+                // No GPU: everything lands in host memory, textures as their
+                // tiles' bytes one after another.
                 let mem = HostMemory::new(a.size as usize);
                 if a.kind == AssetKind::Blob {
                     requests.push(Request::new(
@@ -327,58 +286,79 @@ fn build_targets(
                     ));
                 } else {
                     let mut off = 0usize;
-                    for b in a.blocks.clone() {
-                        let _ = b;
-                    }
-                    if let Some(t) = &a.texture {
-                        for mip in 0..t.mip_count {
-                            if let Ok(Some((tx, ty))) = pack.tile_grid(asset, mip) {
-                                for y in 0..ty {
-                                    for x in 0..tx {
-                                        let Ok(r) = pack.tile_region(asset, mip, x, y) else {
-                                            continue;
-                                        };
-                                        requests.push(Request::new(
-                                            Source::Tile {
-                                                pack: pf.clone(),
-                                                asset,
-                                                mip,
-                                                x,
-                                                y,
-                                            },
-                                            Destination::Memory {
-                                                memory: mem.clone(),
-                                                offset: off,
-                                            },
-                                        ));
-                                        off += r.size() as usize;
-                                    }
-                                }
-                            }
-                        }
-                        if let Ok(p) = pack.packed_mips(asset) {
-                            if !p.mips.is_empty() && off + p.len as usize <= mem.len() {
-                                requests.push(Request::new(
-                                    Source::PackedMips {
-                                        pack: pf.clone(),
-                                        asset,
-                                    },
-                                    Destination::Memory {
-                                        memory: mem.clone(),
-                                        offset: off,
-                                    },
-                                ));
-                            }
-                        }
-                    }
+                    texture_requests(pf, asset, &mut requests, |_, _, size| {
+                        let d = Destination::Memory {
+                            memory: mem.clone(),
+                            offset: off,
+                        };
+                        off += size as usize;
+                        d
+                    });
                 }
-                delivered += a.size;
             }
         }
+        delivered += a.size;
     }
     Targets {
         requests,
         delivered,
+    }
+}
+
+/// Requests for every tile of every tiled mip of a texture and for its
+/// packed mips; `dest(mip, origin, bytes)` says where each goes.
+fn texture_requests(
+    pf: &std::sync::Arc<gpustream::runtime::PackFile>,
+    asset: gpustream::pack::AssetId,
+    out: &mut Vec<Request>,
+    mut dest: impl FnMut(u32, wgpu::Origin3d, u64) -> Destination,
+) {
+    let pack = pf.pack();
+    let Some(t) = pack.asset(asset).texture else {
+        return;
+    };
+    for mip in 0..t.mip_count {
+        let Ok(Some((tx, ty))) = pack.tile_grid(asset, mip) else {
+            continue;
+        };
+        for y in 0..ty {
+            for x in 0..tx {
+                let Ok(r) = pack.tile_region(asset, mip, x, y) else {
+                    continue;
+                };
+                let d = dest(
+                    mip as u32,
+                    wgpu::Origin3d {
+                        x: r.x,
+                        y: r.y,
+                        z: 0,
+                    },
+                    r.size() as u64,
+                );
+                out.push(Request::new(
+                    Source::Tile {
+                        pack: pf.clone(),
+                        asset,
+                        mip,
+                        x,
+                        y,
+                    },
+                    d,
+                ));
+            }
+        }
+    }
+    if let Ok(p) = pack.packed_mips(asset) {
+        if let Some(first) = p.mips.first() {
+            let d = dest(first.mip as u32, wgpu::Origin3d::ZERO, p.len as u64);
+            out.push(Request::new(
+                Source::PackedMips {
+                    pack: pf.clone(),
+                    asset,
+                },
+                d,
+            ));
+        }
     }
 }
 
