@@ -262,6 +262,35 @@ impl Dispatcher {
 
     /// The event loop; returns once shut down and idle.
     pub(crate) fn run(mut self) {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_loop()));
+        if let Err(panic) = outcome {
+            // A bug in the dispatcher must not leave fences hanging: fail
+            // every request it held. Reads may still be landing in bounce
+            // buffers and staging chunks, so those are leaked, not freed.
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            std::mem::forget(std::mem::take(&mut self.runs));
+            if let Some(g) = self.gpu.take() {
+                std::mem::forget(g);
+            }
+            let ids: Vec<u64> = self.jobs.keys().copied().collect();
+            for id in ids {
+                if let Some(j) = self.jobs.get_mut(&id) {
+                    j.error = Some(RequestError::Internal(format!(
+                        "the runtime's dispatcher panicked: {what}"
+                    )));
+                }
+                self.complete_job(id);
+            }
+            self.shutting_down = true;
+        }
+        self.fail_late_batches();
+    }
+
+    fn run_loop(&mut self) {
         loop {
             if self.shutting_down && self.jobs.is_empty() {
                 break;
@@ -284,7 +313,11 @@ impl Dispatcher {
             }
             self.pump();
         }
-        // Batches that raced with shutdown fail rather than vanish.
+    }
+
+    /// Batches that raced with shutdown (or arrived after a panic) fail
+    /// rather than vanish.
+    fn fail_late_batches(&mut self) {
         while let Ok(cmd) = self.cmds.try_recv() {
             if let Cmd::Batch(jobs) = cmd {
                 for spec in jobs {

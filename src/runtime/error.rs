@@ -102,6 +102,10 @@ pub enum RequestError {
     /// The request was cancelled (never reported as a failure).
     #[error("the request was cancelled")]
     Cancelled,
+    /// A bug inside the runtime (its dispatcher panicked); the request was
+    /// failed rather than left hanging.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// The runtime shut down before the request could run.
     #[error("the runtime shut down before the request ran")]
     ShutDown,
