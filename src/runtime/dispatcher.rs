@@ -615,7 +615,7 @@ impl Dispatcher {
             offset: a_off,
             len: a_len,
             dest,
-            priority: prio.into(),
+            priority: prio,
             user_data: id,
         }
     }

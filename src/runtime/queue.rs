@@ -15,34 +15,10 @@ use super::request::{Destination, Request};
 use super::stats::QueueStats;
 use super::{plan, RequestError, RuntimeShared};
 
-/// A queue's priority. The runtime serves higher priorities first; see
-/// `Dispatcher::next_part` for how lower ones are kept from starving.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Priority {
-    /// Background work.
-    Low,
-    /// The default.
-    #[default]
-    Normal,
-    /// Needed soon.
-    High,
-    /// Needed now.
-    Realtime,
-}
-
-impl From<Priority> for crate::io::Priority {
-    fn from(p: Priority) -> Self {
-        match p {
-            Priority::Low => crate::io::Priority::Low,
-            Priority::Normal => crate::io::Priority::Normal,
-            Priority::High => crate::io::Priority::High,
-            Priority::Realtime => crate::io::Priority::Realtime,
-        }
-    }
-}
+/// A queue's priority: the I/O engine's classes. The runtime serves higher
+/// priorities first; see `Dispatcher::next_part` for how lower ones are kept
+/// from starving.
+pub use crate::io::Priority;
 
 /// What a queue reads from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
