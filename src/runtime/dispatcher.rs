@@ -299,17 +299,27 @@ impl Dispatcher {
     }
 
     fn run_loop(&mut self) {
+        let mut busy_from;
         loop {
             if self.shutting_down && self.jobs.is_empty() {
                 break;
             }
             crossbeam::select! {
-                recv(self.cmds) -> cmd => match cmd {
-                    Ok(Cmd::Batch(jobs)) => self.accept(jobs),
-                    Ok(Cmd::Shutdown) | Err(_) => self.shutting_down = true,
+                recv(self.cmds) -> cmd => {
+                    busy_from = Instant::now();
+                    match cmd {
+                        Ok(Cmd::Batch(jobs)) => self.accept(jobs),
+                        Ok(Cmd::Shutdown) | Err(_) => self.shutting_down = true,
+                    }
                 },
-                recv(self.io_rx) -> c => if let Ok(c) = c { self.on_read(c) },
-                recv(self.events) -> e => if let Ok(e) = e { self.on_event(e) },
+                recv(self.io_rx) -> c => {
+                    busy_from = Instant::now();
+                    if let Ok(c) = c { self.on_read(c) }
+                },
+                recv(self.events) -> e => {
+                    busy_from = Instant::now();
+                    if let Ok(e) = e { self.on_event(e) }
+                },
             }
             // Drain whatever else is ready before planning, so one planning
             // pass sees as many parts as possible (better coalescing).
@@ -320,6 +330,9 @@ impl Dispatcher {
                 self.on_event(e);
             }
             self.pump();
+            self.rt
+                .submit_busy_ns
+                .fetch_add(busy_from.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
     }
 
@@ -1093,6 +1106,8 @@ impl Dispatcher {
             .into_iter()
             .partition(|s| s.part.class == Class::GpuLz4);
         let mut decoded = Vec::new();
+        // Commands recorded, texture copies among them, and dispatches.
+        let (mut commands, mut tex_copies, mut dispatches) = (0u64, 0u64, 0u64);
         if !lz4_parts.is_empty() {
             let pipeline = g.lz4.as_ref().expect("GpuLz4 parts imply the decoder");
             let mut descs = Vec::with_capacity(lz4_parts.len());
@@ -1147,7 +1162,12 @@ impl Dispatcher {
                 eprintln!("gpustream: LZ4 dispatch not recorded: {e}");
             }
             enc.copy_buffer_to_buffer(&res.status, 0, &res.readback, 0, descs.len() as u64 * 4);
+            // input copy, descriptor upload, status clear, dispatch, status copy
+            commands += 5;
+            dispatches += 1;
             for (part, off) in &decoded {
+                commands += 1;
+                tex_copies += matches!(part.place, Place::Texture { .. }) as u64;
                 record_copy(
                     &mut enc,
                     &res.output,
@@ -1159,6 +1179,8 @@ impl Dispatcher {
         }
         let mut copied = Vec::new();
         for s in copy_parts {
+            commands += 1;
+            tex_copies += matches!(s.part.place, Place::Texture { .. }) as u64;
             record_copy(
                 &mut enc,
                 &src,
@@ -1178,6 +1200,9 @@ impl Dispatcher {
             if let Some(j) = any.and_then(|id| self.jobs.get(&id)) {
                 let mut st = j.spec.queue.stats.lock().unwrap_or_else(|e| e.into_inner());
                 st.gpu_submits += 1;
+                st.gpu_commands += commands;
+                st.texture_copies += tex_copies;
+                st.gpu_dispatches += dispatches;
                 st.blocks_gpu_decoded += decoded.len() as u64;
                 st.blocks_copied += copied.iter().filter(|p| p.class == Class::Raw).count() as u64;
             }

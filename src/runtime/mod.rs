@@ -161,6 +161,9 @@ pub(crate) struct RuntimeShared {
     pub next_job: AtomicU64,
     pub next_queue: std::sync::atomic::AtomicU32,
     pub trace: Option<trace::TraceWriter>,
+    /// Nanoseconds the submission (dispatcher) thread spent working, not
+    /// waiting for something to do.
+    pub submit_busy_ns: AtomicU64,
 }
 
 /// The runtime (DirectStorage's factory): the I/O engine, the staging
@@ -239,6 +242,7 @@ impl Runtime {
             next_job: AtomicU64::new(1),
             next_queue: std::sync::atomic::AtomicU32::new(0),
             trace,
+            submit_busy_ns: AtomicU64::new(0),
         });
         let d = dispatcher::Dispatcher::new(
             shared.clone(),
@@ -289,6 +293,18 @@ impl Runtime {
     /// The I/O backend in use ("io_uring" or "threads").
     pub fn io_backend(&self) -> String {
         self.shared.engine.backend_name().to_string()
+    }
+
+    /// Time the submission thread (which plans, reserves staging, issues
+    /// reads and records GPU work for every queue) has spent busy so far,
+    /// as opposed to waiting for work. Divide by delivered bytes to see
+    /// whether one thread keeps up.
+    pub fn submit_thread_busy(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(
+            self.shared
+                .submit_busy_ns
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
     }
 
     /// The staging chunk size and total actually allocated (GPU runtimes).

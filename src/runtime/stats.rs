@@ -40,6 +40,15 @@ pub struct QueueStats {
     pub gpu_ns: u64,
     /// GPU submissions made for this queue's data.
     pub gpu_submits: u64,
+    /// Compute dispatches (LZ4 decode, stored-block copies, checksums)
+    /// recorded for this queue's data: blocks per dispatch is
+    /// `(blocks_gpu_decoded + blocks_copied) / gpu_dispatches`.
+    pub gpu_dispatches: u64,
+    /// GPU commands recorded (buffer and texture copies, clears, dispatches)
+    /// for this queue's data: divide by delivered MiB for commands per MiB.
+    pub gpu_commands: u64,
+    /// `copy_buffer_to_texture` commands recorded.
+    pub texture_copies: u64,
     /// The most staging bytes in use at once (all queues of the runtime).
     pub staging_peak_bytes: u64,
     /// Summed request latency (submit to completion), nanoseconds.
