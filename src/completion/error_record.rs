@@ -7,7 +7,7 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct RequestFailure {
     /// What went wrong.
-    pub error: Arc<crate::runtime::RequestError>,
+    pub error: Arc<crate::completion::RequestError>,
     /// The request's source, in words (e.g. "pack 'demo.gspk' asset 'rock' mip 0 tile (1,2)").
     pub source: String,
     /// The request's destination, in words.

@@ -9,10 +9,13 @@
 
 mod error_record;
 mod fence;
+pub(crate) mod gpu_poll;
+mod request_error;
 mod status;
 mod tracker;
 
 pub use error_record::{ErrorRecord, RequestFailure};
 pub use fence::{Fence, FenceReached};
+pub use request_error::RequestError;
 pub use status::{StatusArray, StatusEntry};
 pub use tracker::{Fired, Marker, Outcome, Tracker};

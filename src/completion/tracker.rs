@@ -152,7 +152,7 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::RequestError;
+    use crate::completion::RequestError;
 
     fn failure(tag: u64) -> Arc<RequestFailure> {
         Arc::new(RequestFailure {

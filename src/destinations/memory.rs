@@ -1,11 +1,14 @@
 //! Host memory destinations.
 
-use std::cell::UnsafeCell;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 struct Inner {
-    data: UnsafeCell<Box<[u8]>>,
+    /// The bytes, owned (from `Box::into_raw`, freed in `Drop`). Kept as a
+    /// raw pointer so that no `&`/`&mut` over the whole allocation is ever
+    /// made: each writer and reader gets a slice of its own range only.
+    data: *mut u8,
+    len: usize,
     /// Byte ranges that requests in flight may write. Reads of the memory
     /// must not overlap them, and a new request may not claim a range that
     /// overlaps one: that is what makes the runtime's writes race-free.
@@ -17,6 +20,14 @@ struct Inner {
 // in flight while holding the claims lock so no new claim can start.
 unsafe impl Sync for Inner {}
 unsafe impl Send for Inner {}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: `data` and `len` came from `Box::into_raw` of a boxed slice
+        // in `HostMemory::new`, and nothing refers to the bytes any more.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.data, self.len)) });
+    }
+}
 
 /// A block of host memory the runtime delivers into, shared between the
 /// application and the runtime.
@@ -48,9 +59,11 @@ impl std::fmt::Debug for HostMemory {
 impl HostMemory {
     /// `len` zeroed bytes.
     pub fn new(len: usize) -> HostMemory {
+        let data = Box::into_raw(vec![0u8; len].into_boxed_slice()) as *mut u8;
         HostMemory {
             inner: Arc::new(Inner {
-                data: UnsafeCell::new(vec![0u8; len].into_boxed_slice()),
+                data,
+                len,
                 claims: Mutex::new(Vec::new()),
             }),
         }
@@ -58,8 +71,7 @@ impl HostMemory {
 
     /// The size in bytes.
     pub fn len(&self) -> usize {
-        // SAFETY: the length of the box never changes.
-        unsafe { (&*self.inner.data.get()).len() }
+        self.inner.len
     }
 
     /// Whether it holds no bytes.
@@ -85,10 +97,15 @@ impl HostMemory {
         {
             return Err(HostMemoryBusy { range: c.clone() });
         }
-        // SAFETY: no claim overlaps `range` and none can start while we hold
-        // the lock, so nothing writes these bytes during `f`.
-        let data = unsafe { &*self.inner.data.get() };
-        let bytes = data.get(range.clone()).ok_or(HostMemoryBusy { range })?;
+        if range.start > range.end || range.end > self.inner.len {
+            return Err(HostMemoryBusy { range });
+        }
+        // SAFETY: the range is inside the allocation; no claim overlaps it
+        // and none can start while we hold the lock, so nothing writes these
+        // bytes during `f`.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(self.inner.data.add(range.start), range.end - range.start)
+        };
         Ok(f(bytes))
     }
 
@@ -124,17 +141,30 @@ pub(crate) struct HostClaim {
 }
 
 impl HostClaim {
-    /// The claimed bytes, for the writer that owns the claim.
+    /// Bytes `range` of the claim (relative to its start), for the one part
+    /// of the request that writes them. `None` if the range leaves the claim.
+    ///
+    /// Only the sub-slice is ever made, so several decode threads can each
+    /// hold their own part's slice of one claim at once.
     ///
     /// # Safety
-    /// Only one thread may use the returned slice at a time (the runtime
-    /// serialises a request's writes through its write lock).
+    /// No other live slice from this claim may overlap `range` (each part of
+    /// a request writes its own range, and a part is decoded by one thread).
     #[allow(clippy::mut_from_ref)]
-    pub(crate) unsafe fn bytes_mut(&self) -> &mut [u8] {
-        // SAFETY: the claim is exclusive among claims and readers; the caller
-        // serialises its own use.
-        let data = unsafe { &mut *self.mem.inner.data.get() };
-        &mut data[self.range.clone()]
+    pub(crate) unsafe fn part_mut(&self, range: Range<usize>) -> Option<&mut [u8]> {
+        let len = self.range.end - self.range.start;
+        if range.start > range.end || range.end > len {
+            return None;
+        }
+        // SAFETY: the range lies inside the claim, which lies inside the
+        // allocation; the claim excludes other claims and readers, and the
+        // caller keeps slices of one claim disjoint.
+        Some(unsafe {
+            std::slice::from_raw_parts_mut(
+                self.mem.inner.data.add(self.range.start + range.start),
+                range.end - range.start,
+            )
+        })
     }
 }
 
@@ -166,7 +196,8 @@ mod tests {
         assert_eq!(m.claim(2, 15..30).err(), Some(10..20));
         assert!(m.with_bytes(0..11, |_| ()).is_err());
         assert!(m.with_bytes(20..30, |_| ()).is_ok());
-        unsafe { c.bytes_mut()[0] = 7 };
+        unsafe { c.part_mut(0..1).unwrap()[0] = 7 };
+        assert!(unsafe { c.part_mut(5..11) }.is_none());
         drop(c);
         assert_eq!(m.to_vec().unwrap()[10], 7);
         assert!(m.claim(3, 0..100).is_ok());

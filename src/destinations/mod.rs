@@ -5,6 +5,7 @@
 //!   copies (and decode dispatches) recorded on the application's queue; the
 //!   layout rules for those copies live in [`texture`].
 
+pub(crate) mod gpu_copies;
 mod memory;
 pub mod texture;
 

@@ -27,14 +27,18 @@
 //! # let _ = bytes; Ok(()) }
 //! ```
 
+mod complete;
+mod cpu_decode;
 mod dispatcher;
-mod error;
+mod gpu_batch;
+mod job;
 mod plan;
 mod queue;
+mod reads;
 mod request;
+mod schedule;
 mod stats;
 pub mod trace;
-mod workers;
 
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
@@ -43,7 +47,8 @@ use std::sync::Arc;
 use crossbeam::channel::Sender;
 use serde::Serialize;
 
-pub use error::RequestError;
+/// Why a request failed: defined in `completion`, which reports it.
+pub use crate::completion::RequestError;
 pub use queue::{Priority, Queue, QueueConfig, SourceKind, TryEnqueueError};
 pub use request::{Destination, Request, Source};
 pub use stats::{LatencyHistogram, QueueStats};
@@ -111,6 +116,9 @@ pub enum RuntimeError {
     /// A configuration value is out of range.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// A runtime thread could not be started.
+    #[error("cannot start the runtime's {0} thread: {1}")]
+    Thread(&'static str, #[source] std::io::Error),
 }
 
 /// Where a codec is decoded for GPU destinations
@@ -157,7 +165,7 @@ pub(crate) struct RuntimeShared {
     pub engine: IoEngine,
     pub gpu: Option<GpuInfo>,
     pub gpu_lz4: bool,
-    pub cmds: Sender<dispatcher::Cmd>,
+    pub cmds: Sender<job::Cmd>,
     pub next_job: AtomicU64,
     pub next_queue: std::sync::atomic::AtomicU32,
     pub trace: Option<trace::TraceWriter>,
@@ -218,20 +226,42 @@ impl Runtime {
             .staging_chunk
             .unwrap_or((config.staging_size / 4).min(8 << 20))
             .max(128 << 10);
-        let gpu_parts = gpu.map(|(device, queue)| {
-            let ring = crate::staging::StagingRing::new(&device, config.staging_size, chunk);
-            // The decoder has a portable path for every adapter with compute
-            // shaders, and a subgroup path where the adapter has subgroups.
-            let lz4 = config
-                .gpu_decompression
-                .then(|| crate::decode::gpu::Lz4DecodePipeline::new(&device));
-            (device, queue, ring, lz4)
+        let (gpu_tx, gpu_rx) = crossbeam::channel::unbounded();
+        let gpu_parts = match gpu {
+            Some((device, queue)) => {
+                let caps = gpu_batch::BatchCaps::new(&device, config.staging_size, chunk);
+                // A chunk's GPU outputs always fit one batch.
+                let ring = crate::staging::StagingRing::new(
+                    &device,
+                    config.staging_size,
+                    chunk,
+                    caps.output,
+                );
+                // The decoder has a portable path for every adapter with
+                // compute shaders, and a subgroup path where the adapter has
+                // subgroups.
+                let lz4 = config
+                    .gpu_decompression
+                    .then(|| crate::decode::gpu::Lz4DecodePipeline::new(&device));
+                let batcher = gpu_batch::GpuBatcher::new(
+                    device,
+                    queue,
+                    ring,
+                    caps,
+                    lz4,
+                    config.verify_gpu_checksums,
+                    gpu_tx,
+                )
+                .map_err(|e| RuntimeError::Thread("GPU poll", e))?;
+                Some(batcher)
+            }
+            None => None,
+        };
+        let gpu_info = gpu_parts.as_ref().map(|g| GpuInfo {
+            chunk_size: g.ring.chunk_size(),
+            staging_total: g.ring.chunk_size() * g.ring.chunk_count() as u64,
         });
-        let gpu_info = gpu_parts.as_ref().map(|(_, _, ring, _)| GpuInfo {
-            chunk_size: ring.chunk_size(),
-            staging_total: ring.chunk_size() * ring.chunks.len() as u64,
-        });
-        let gpu_lz4 = gpu_parts.as_ref().is_some_and(|g| g.3.is_some());
+        let gpu_lz4 = gpu_parts.as_ref().is_some_and(|g| g.decodes_lz4());
         let adapter_gpu = gpu_parts.is_some();
         let shared = Arc::new(RuntimeShared {
             config: config.clone(),
@@ -247,16 +277,15 @@ impl Runtime {
         let d = dispatcher::Dispatcher::new(
             shared.clone(),
             rx,
-            gpu_parts,
+            gpu_parts.map(|g| (g, gpu_rx)),
             config.cpu_threads,
             config.bounce_limit,
-        );
+        )
+        .map_err(|e| RuntimeError::Thread("CPU decode", e))?;
         let thread = std::thread::Builder::new()
             .name("gpustream-dispatch".into())
             .spawn(move || d.run())
-            .map_err(|e| {
-                RuntimeError::Config(format!("cannot start the dispatcher thread: {e}"))
-            })?;
+            .map_err(|e| RuntimeError::Thread("submission", e))?;
         Ok(Runtime {
             shared,
             thread: Some(thread),
@@ -318,7 +347,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        let _ = self.shared.cmds.send(dispatcher::Cmd::Shutdown);
+        let _ = self.shared.cmds.send(job::Cmd::Shutdown);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -67,7 +67,8 @@ pub(crate) enum Place {
 pub(crate) enum Class {
     /// On a CPU thread (checksum, decode, then write or copy to staging).
     Cpu,
-    /// Stored bytes go to staging and a GPU copy moves them as they are.
+    /// Stored bytes go to staging and the GPU's stored-copy pass moves them
+    /// as they are.
     Raw,
     /// Stored bytes go to staging and the GPU LZ4 decoder expands them.
     GpuLz4,
@@ -82,17 +83,39 @@ pub(crate) struct Part {
     pub take: Range<u32>,
     pub place: Place,
     pub class: Class,
-    /// The staging slot (chunk, offset) reserved for a CPU part's output
-    /// bound for the GPU.
-    pub staged_at: Option<(usize, u64)>,
 }
 
+/// Slack for rounding a read run out to the file's direct-I/O alignment:
+/// one 4 KiB unit at each end.
+pub(crate) const ALIGN_SLACK: u64 = 8192;
+
 impl Part {
-    /// Bytes of staging the part's output needs (GPU destinations).
-    pub fn staging_out(&self) -> u64 {
+    /// Whether the part's bytes go to the GPU (buffer or texture).
+    pub fn to_gpu(&self) -> bool {
+        matches!(self.place, Place::Buffer { .. } | Place::Texture { .. })
+    }
+
+    /// Bytes of staging a CPU part bound for the GPU writes: its slice,
+    /// tightly packed, padded to whole words. 0 for other parts.
+    pub fn cpu_staged_len(&self) -> u64 {
+        if self.class == Class::Cpu && self.to_gpu() {
+            (self.take.end - self.take.start).next_multiple_of(4) as u64
+        } else {
+            0
+        }
+    }
+
+    /// Bytes of the GPU batch's output scratch the part may need: texture
+    /// rows at the region's pitch, buffer bytes in whole words, each region
+    /// on a 256-byte boundary. 0 for parts that do not go to the GPU.
+    pub fn gpu_out(&self) -> u64 {
         match &self.place {
-            Place::Texture { layout, .. } => layout.padded_size(),
-            Place::Buffer { .. } => (self.take.end - self.take.start).next_multiple_of(4) as u64,
+            Place::Texture { layout, .. } => {
+                (layout.row_pitch as u64 * layout.rows as u64).next_multiple_of(256)
+            }
+            Place::Buffer { .. } => {
+                ((self.take.end - self.take.start) as u64).next_multiple_of(256)
+            }
             _ => 0,
         }
     }
@@ -126,20 +149,10 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
     if matches!(place, Place::Buffer { .. }) && block.size % 4 != 0 {
         return Class::Cpu;
     }
-    // Texture rows must already be at a 256-byte pitch for the GPU paths;
-    // otherwise a CPU thread re-pitches them while copying into staging.
-    if let Place::Texture { layout, .. } = place {
-        if layout.rows > 1 && layout.row_bytes != layout.row_pitch {
-            return Class::Cpu;
-        }
-    }
+    // The GPU passes read any byte offset and lay texture rows out at the
+    // destination's pitch themselves, so stored and LZ4 blocks need no CPU.
     match block.codec {
-        // A GPU copy's source offset must be a multiple of the texel block
-        // (16 bytes at most); a stored block elsewhere goes through a CPU copy.
-        Codec::None if matches!(block.data, BlockData::Memory(..)) || block.offset % 16 == 0 => {
-            Class::Raw
-        }
-        Codec::None => Class::Cpu,
+        Codec::None => Class::Raw,
         Codec::Lz4 if rt.gpu_lz4 => Class::GpuLz4,
         _ => Class::Cpu,
     }
@@ -243,7 +256,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     take: lo as u32..hi as u32,
                     place,
                     class,
-                    staged_at: None,
                 });
             }
             delivered = r.end - r.start;
@@ -326,7 +338,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 take: 0..b.size,
                 place,
                 class,
-                staged_at: None,
             });
             delivered = b.size as u64;
             file = Some(pack.path().to_path_buf());
@@ -413,7 +424,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     take: 0..b.size,
                     place: Place::Assemble { offset: offsets[i] },
                     class: Class::Cpu,
-                    staged_at: None,
                 });
             }
             assembly = Some(Assembly {
@@ -481,7 +491,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     take: 0..size,
                     place,
                     class,
-                    staged_at: None,
                 });
             }
             delivered = size as u64;
@@ -494,10 +503,10 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
         let chunk = g.chunk_size;
         let mut total = 0u64;
         for p in &parts {
-            let staged = p.staging_out().max(match p.class {
-                Class::Raw | Class::GpuLz4 => p.block.stored as u64 + 8192,
-                Class::Cpu => 0,
-            });
+            let staged = match p.class {
+                Class::Raw | Class::GpuLz4 => p.block.stored as u64 + ALIGN_SLACK,
+                Class::Cpu => p.cpu_staged_len(),
+            };
             if staged > chunk {
                 return Err(RequestError::StagingTooSmall {
                     needed: staged,
@@ -509,8 +518,8 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
         if let Some(a) = &assembly {
             for (r, place) in &a.outputs {
                 let p = match place {
-                    Place::Texture { layout, .. } => layout.padded_size(),
-                    _ => (r.end - r.start) as u64,
+                    Place::Texture { layout, .. } => layout.tight_size().next_multiple_of(4),
+                    _ => ((r.end - r.start) as u64).next_multiple_of(4),
                 };
                 if p > chunk {
                     return Err(RequestError::StagingTooSmall {

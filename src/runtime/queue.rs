@@ -2,15 +2,15 @@
 //! status writes, and submits them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use crate::completion::{ErrorRecord, Fence, Marker, Outcome, StatusArray, Tracker};
 
-use super::dispatcher::{Cmd, FailureInfo, JobSpec};
+use super::job::{Cmd, FailureInfo, JobCtl, JobOwner, JobSpec};
 use super::request::{Destination, Request};
 use super::stats::QueueStats;
 use super::{plan, RequestError, RuntimeShared};
@@ -55,71 +55,6 @@ impl Default for QueueConfig {
     }
 }
 
-/// The per-request switches shared by the queue (for `cancel`) and the
-/// runtime threads (which write the destination).
-pub(crate) struct JobCtl {
-    pub tag: u64,
-    cancelled: AtomicBool,
-    gate: RwLock<()>,
-    gpu: Mutex<u32>,
-    gpu_idle: Condvar,
-}
-
-impl JobCtl {
-    fn new(tag: u64) -> JobCtl {
-        JobCtl {
-            tag,
-            cancelled: AtomicBool::new(false),
-            gate: RwLock::new(()),
-            gpu: Mutex::new(0),
-            gpu_idle: Condvar::new(),
-        }
-    }
-
-    pub(crate) fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
-    }
-
-    /// Held while a CPU thread writes the destination; `None` once cancelled.
-    pub(crate) fn write_gate(&self) -> Option<RwLockReadGuard<'_, ()>> {
-        let g = self.gate.read().unwrap_or_else(|e| e.into_inner());
-        (!self.is_cancelled()).then_some(g)
-    }
-
-    /// Pins the request for a GPU write; false once cancelled.
-    pub(crate) fn begin_gpu(&self) -> bool {
-        let _g = self.gate.read().unwrap_or_else(|e| e.into_inner());
-        if self.is_cancelled() {
-            return false;
-        }
-        *self.gpu.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        true
-    }
-
-    /// A GPU write recorded by `begin_gpu` has landed.
-    pub(crate) fn end_gpu(&self) {
-        let mut n = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
-        *n = n.saturating_sub(1);
-        if *n == 0 {
-            self.gpu_idle.notify_all();
-        }
-    }
-
-    /// Marks the request cancelled and waits until no write of it is under
-    /// way: CPU writes hold the gate, GPU writes already submitted are
-    /// waited for. After this returns the destination is not written again.
-    fn cancel(&self) {
-        {
-            let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
-            self.cancelled.store(true, Ordering::Release);
-        }
-        let mut n = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
-        while *n > 0 {
-            n = self.gpu_idle.wait(n).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
 enum Item {
     Request(Box<JobSpec>),
     Marker(u64, Marker),
@@ -144,20 +79,17 @@ pub(crate) struct QueueShared {
     rt: Arc<RuntimeShared>,
 }
 
-impl QueueShared {
-    pub(crate) fn priority_index(&self) -> usize {
-        self.priority as usize
+impl JobOwner for QueueShared {
+    fn priority(&self) -> Priority {
+        self.priority
     }
 
-    /// Called by the dispatcher when a request has ended.
-    pub(crate) fn finish(
-        &self,
-        id: u64,
-        seq: u64,
-        window: u64,
-        outcome: Outcome,
-        _submitted: Instant,
-    ) {
+    fn stats(&self) -> &Mutex<QueueStats> {
+        &self.stats
+    }
+
+    /// Called by the submission thread when a request has ended.
+    fn finish(&self, id: u64, seq: u64, window: u64, outcome: Outcome) {
         let fired = self
             .tracker
             .lock()
@@ -290,7 +222,7 @@ impl Queue {
             id,
             seq: 0,
             window: 0,
-            queue: sh.clone(),
+            queue: sh.clone() as Arc<dyn JobOwner>,
             ctl,
             destination: req.destination.clone(),
             claim,

@@ -1,14 +1,17 @@
-//! The CPU decode threads and what they do with one part.
+//! The CPU decode stage: a pool of threads that check and decode one part
+//! each, straight into its final place: the request's host memory, its slot
+//! of mapped staging (for GPU destinations), or a packed-mips assembly.
 
 use std::sync::Mutex;
 
 use crossbeam::channel::{Receiver, Sender};
 
+use super::job::JobCtl;
 use super::plan::{BlockData, Part, Place};
-use super::queue::JobCtl;
 use super::RequestError;
 use crate::codec::MAX_BLOCK_SIZE;
 use crate::destinations::HostClaim;
+use crate::staging::SlotWriter;
 
 type Task = Box<dyn FnOnce() + Send + 'static>;
 
@@ -19,7 +22,7 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub(crate) fn new(n: usize) -> Pool {
+    pub(crate) fn new(n: usize) -> std::io::Result<Pool> {
         let (tx, rx): (Sender<Task>, Receiver<Task>) = crossbeam::channel::unbounded();
         let threads = (0..n.max(1))
             .map(|i| {
@@ -31,13 +34,12 @@ impl Pool {
                             task();
                         }
                     })
-                    .expect("spawn a decode thread")
             })
-            .collect();
-        Pool {
+            .collect::<std::io::Result<_>>()?;
+        Ok(Pool {
             tx: Some(tx),
             threads,
-        }
+        })
     }
 
     pub(crate) fn spawn(&self, f: impl FnOnce() + Send + 'static) {
@@ -55,13 +57,6 @@ impl Drop for Pool {
         }
     }
 }
-
-/// A pointer to a part's reserved staging slot, carried to a decode thread.
-#[derive(Clone, Copy)]
-pub(crate) struct StagingPtr(pub *mut u8);
-// SAFETY: the slot is reserved for exactly one part; only its decode thread
-// writes it, and the chunk stays mapped until that part reports back.
-unsafe impl Send for StagingPtr {}
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; MAX_BLOCK_SIZE]);
@@ -107,17 +102,28 @@ fn decode_block(part: &Part, stored: &[u8], out: &mut [u8]) -> Result<(), Reques
 
 /// Decodes one part and writes its slice where it goes. Returns the result
 /// and the bytes the host copied on the way (for the copies-per-byte stat).
+///
+/// GPU-bound parts write their bytes tightly packed into their staging slot
+/// (`staging`); the GPU's stored-copy pass lays rows out for the
+/// destination, so no thread here re-pitches rows.
 pub(crate) fn decode_part(
     part: &Part,
     stored: &[u8],
     ctl: &JobCtl,
     claim: Option<&HostClaim>,
     assembly: Option<&Mutex<Vec<u8>>>,
-    staging: Option<StagingPtr>,
+    staging: Option<SlotWriter>,
 ) -> (Result<(), RequestError>, u64) {
     let size = part.block.size as usize;
     let take = part.take.start as usize..part.take.end as usize;
     let whole = take.start == 0 && take.end == size;
+    let stored_copy = |n: usize| {
+        if part.block.codec == crate::codec::Codec::None {
+            n as u64
+        } else {
+            0
+        }
+    };
     match (&part.place, claim) {
         (Place::Memory { offset }, Some(claim)) => {
             // Writers share the gate; `cancel` takes it exclusively, so once
@@ -125,18 +131,20 @@ pub(crate) fn decode_part(
             let Some(_gate) = ctl.write_gate() else {
                 return (Err(RequestError::Cancelled), 0);
             };
-            // SAFETY: the gate serialises against cancel, and this part's
-            // range of the claim is written by this part alone.
-            let dst = unsafe { &mut claim.bytes_mut()[*offset..*offset + take.len()] };
+            // SAFETY: this part alone writes its range of the claim, and the
+            // gate serialises against cancel.
+            let Some(dst) = (unsafe { claim.part_mut(*offset..*offset + take.len()) }) else {
+                return (
+                    Err(RequestError::Internal(
+                        "a part's range leaves its host-memory claim".into(),
+                    )),
+                    0,
+                );
+            };
             if whole {
                 // Decoded straight into the destination; a stored block is
-                // one memcpy from the bounce buffer.
-                let copied = if part.block.codec == crate::codec::Codec::None {
-                    dst.len() as u64
-                } else {
-                    0
-                };
-                return (decode_block(part, stored, dst), copied);
+                // one memcpy from the read buffer.
+                return (decode_block(part, stored, dst), stored_copy(dst.len()));
             }
             with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
                 Ok(()) => {
@@ -170,35 +178,28 @@ pub(crate) fn decode_part(
             })
         }
         (Place::Buffer { .. }, _) | (Place::Texture { .. }, _) => {
-            let Some(StagingPtr(ptr)) = staging else {
+            let Some(mut slot) = staging else {
                 return (Err(RequestError::NoGpu), 0);
             };
+            let out = slot.as_mut_slice();
+            if out.len() < take.len() {
+                return (
+                    Err(RequestError::Internal(
+                        "a staging slot is smaller than its part".into(),
+                    )),
+                    0,
+                );
+            }
+            let (body, pad) = out.split_at_mut(take.len());
+            // Buffer copies move whole words: the slot's tail is zeroed.
+            pad.fill(0);
+            if whole {
+                return (decode_block(part, stored, body), stored_copy(body.len()));
+            }
             with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
                 Ok(()) => {
-                    let src = &scratch[take.clone()];
-                    // SAFETY: the slot was reserved with `Part::staging_out`
-                    // bytes, which covers what is written below.
-                    unsafe {
-                        match &part.place {
-                            Place::Texture { layout, .. } => {
-                                let rb = layout.row_bytes as usize;
-                                for r in 0..layout.rows as usize {
-                                    let row = &src[r * rb..(r + 1) * rb];
-                                    std::ptr::copy_nonoverlapping(
-                                        row.as_ptr(),
-                                        ptr.add(r * layout.row_pitch as usize),
-                                        rb,
-                                    );
-                                }
-                            }
-                            _ => {
-                                std::ptr::copy_nonoverlapping(src.as_ptr(), ptr, src.len());
-                                let pad = src.len().next_multiple_of(4) - src.len();
-                                std::ptr::write_bytes(ptr.add(src.len()), 0, pad);
-                            }
-                        }
-                    }
-                    (Ok(()), src.len() as u64)
+                    body.copy_from_slice(&scratch[take.clone()]);
+                    (Ok(()), take.len() as u64)
                 }
                 Err(e) => (Err(e), 0),
             })

@@ -1,0 +1,343 @@
+//! GPU destinations of one submission: where each part's bytes land in the
+//! batch's output scratch, and the few copies that move them from there into
+//! the application's buffers and textures.
+//!
+//! Texture parts of one (texture, mip) are laid out *mip-shaped*: a region
+//! covering their texels, one row of texel blocks every `pitch` bytes (the
+//! region's row rounded up to 256, as `copy_buffer_to_texture` requires).
+//! Tiles side by side then share rows, and one copy moves the whole region.
+//! Only texels of parts in the submission are ever copied: parts are grouped
+//! into runs contiguous in raster order, and runs of equal width stacked
+//! without gaps become one rectangle. Whole mips take one copy; any run of
+//! tiles contiguous in raster order takes at most three.
+//!
+//! Buffer parts that are contiguous in their destination buffer share one
+//! region and one `copy_buffer_to_buffer`.
+
+use std::collections::BTreeMap;
+
+use super::texture::{copy_extent, RegionLayout};
+
+/// Where one part's bytes go, as the batch sees it.
+#[derive(Clone)]
+pub(crate) enum PartDest<'a> {
+    /// `len` bytes at `offset` of `buffer`.
+    Buffer {
+        /// The destination buffer.
+        buffer: &'a wgpu::Buffer,
+        /// Byte offset (a multiple of 4).
+        offset: u64,
+        /// Bytes the part delivers.
+        len: u64,
+    },
+    /// A texel region of one mip.
+    Texture {
+        /// The destination texture.
+        texture: &'a wgpu::Texture,
+        /// Its mip level.
+        mip: u32,
+        /// The region's texel origin.
+        origin: wgpu::Origin3d,
+        /// Texels wide.
+        width: u32,
+        /// Texels high.
+        height: u32,
+        /// Row bytes and rows of the part's data.
+        layout: RegionLayout,
+    },
+}
+
+/// Where a part's bytes are written in the output scratch: the decode or
+/// copy pass writes row `r` at `dst_offset + r * row_pitch` (`row_pitch` 0
+/// for linear bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OutPlace {
+    pub dst_offset: u64,
+    pub row_pitch: u32,
+}
+
+/// One copy out of the scratch.
+#[derive(Debug)]
+pub(crate) enum OutCopy {
+    Buffer {
+        src_offset: u64,
+        buffer: wgpu::Buffer,
+        dst_offset: u64,
+        len: u64,
+    },
+    Texture {
+        src_offset: u64,
+        bytes_per_row: u32,
+        rows: u32,
+        texture: wgpu::Texture,
+        mip: u32,
+        origin: wgpu::Origin3d,
+        extent: wgpu::Extent3d,
+    },
+}
+
+/// The scratch layout and the copies of one submission.
+#[derive(Debug, Default)]
+pub(crate) struct OutputPlan {
+    /// Bytes of scratch needed.
+    pub size: u64,
+    /// Per part, in the order given.
+    pub places: Vec<OutPlace>,
+    /// The copies to record after the passes that fill the scratch.
+    pub copies: Vec<OutCopy>,
+}
+
+/// A texture part in texel-block units.
+#[derive(Clone, Copy)]
+struct Rect {
+    part: usize,
+    x: u32,
+    y: u32,
+    w: u32,
+    h: u32,
+    /// Texel extent (edge parts stop inside their last block).
+    tx1: u32,
+    ty1: u32,
+}
+
+/// Plans the scratch layout and copies for `dests`.
+pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
+    let mut plan = OutputPlan {
+        size: 0,
+        places: vec![
+            OutPlace {
+                dst_offset: 0,
+                row_pitch: 0
+            };
+            dests.len()
+        ],
+        copies: Vec::new(),
+    };
+    let mut buffers: BTreeMap<&wgpu::Buffer, Vec<usize>> = BTreeMap::new();
+    // Keyed by texture, mip and array layer.
+    let mut textures: BTreeMap<(&wgpu::Texture, u32, u32), Vec<usize>> = BTreeMap::new();
+    for (i, d) in dests.iter().enumerate() {
+        match d {
+            PartDest::Buffer { buffer, .. } => buffers.entry(buffer).or_default().push(i),
+            PartDest::Texture {
+                texture,
+                mip,
+                origin,
+                ..
+            } => textures
+                .entry((texture, *mip, origin.z))
+                .or_default()
+                .push(i),
+        }
+    }
+    for (buffer, mut parts) in buffers {
+        let at = |i: usize| match &dests[i] {
+            PartDest::Buffer { offset, len, .. } => (*offset, *len),
+            PartDest::Texture { .. } => unreachable!("grouped as a buffer"),
+        };
+        parts.sort_by_key(|&i| at(i).0);
+        let mut k = 0;
+        while k < parts.len() {
+            let (start, _) = at(parts[k]);
+            let mut end = start;
+            let base = plan.size;
+            // A run: each part starts where the previous ended, on a word.
+            while k < parts.len() {
+                let (off, len) = at(parts[k]);
+                if off != end || end % 4 != 0 {
+                    break;
+                }
+                plan.places[parts[k]] = OutPlace {
+                    dst_offset: base + (off - start),
+                    row_pitch: 0,
+                };
+                end = off + len;
+                k += 1;
+            }
+            if end == start {
+                // An empty or misaligned part stands alone.
+                let (off, len) = at(parts[k]);
+                plan.places[parts[k]] = OutPlace {
+                    dst_offset: base,
+                    row_pitch: 0,
+                };
+                end = off + len;
+                k += 1;
+            }
+            let len = (end - start).next_multiple_of(4);
+            plan.size = (base + len).next_multiple_of(256);
+            if len > 0 {
+                plan.copies.push(OutCopy::Buffer {
+                    src_offset: base,
+                    buffer: buffer.clone(),
+                    dst_offset: start,
+                    len,
+                });
+            }
+        }
+    }
+    for ((texture, mip, layer), parts) in textures {
+        let format = texture.format();
+        let (bw, bh) = format.block_dimensions();
+        let bpb = format.block_copy_size(None).unwrap_or(4);
+        let mut rects: Vec<Rect> = parts
+            .iter()
+            .map(|&i| match &dests[i] {
+                PartDest::Texture {
+                    origin,
+                    width,
+                    height,
+                    layout,
+                    ..
+                } => Rect {
+                    part: i,
+                    x: origin.x / bw,
+                    y: origin.y / bh,
+                    w: layout.row_bytes / bpb,
+                    h: layout.rows,
+                    tx1: origin.x + width,
+                    ty1: origin.y + height,
+                },
+                PartDest::Buffer { .. } => unreachable!("grouped as a texture"),
+            })
+            .collect();
+        rects.sort_by_key(|r| (r.y, r.x));
+        for region in regions(&rects) {
+            place_region(&mut plan, texture, (mip, layer), format, bpb, &region);
+        }
+    }
+    plan
+}
+
+/// Groups rects (sorted by row, then column) into rectangles that each hold
+/// exactly the rects in them: runs contiguous in a row, stacked while they
+/// span the same columns.
+fn regions(rects: &[Rect]) -> Vec<Vec<Rect>> {
+    // Runs: same row and height, each starting where the previous ended.
+    let mut runs: Vec<Vec<Rect>> = Vec::new();
+    for r in rects {
+        if let Some(run) = runs.last_mut() {
+            let l = run.last().expect("runs are non-empty");
+            if l.y == r.y && l.h == r.h && l.x + l.w == r.x && l.ty1 == r.ty1 {
+                run.push(*r);
+                continue;
+            }
+        }
+        runs.push(vec![*r]);
+    }
+    // Stack runs spanning the same columns (in blocks and in texels), each
+    // starting at the row where the last one ended.
+    let mut out: Vec<Vec<Rect>> = Vec::new();
+    // (first column, end column, end row, texel end column) of the last run.
+    let mut last: Option<(u32, u32, u32, u32)> = None;
+    for run in runs {
+        let l = run.last().expect("runs are non-empty");
+        let span = (run[0].x, l.x + l.w, l.y + l.h, l.tx1);
+        let stacks = last.is_some_and(|(x0, x1, y1, tx1)| {
+            (x0, x1, tx1) == (span.0, span.1, span.3) && y1 == run[0].y
+        });
+        last = Some(span);
+        if stacks {
+            out.last_mut().expect("a run was pushed before").extend(run);
+        } else {
+            out.push(run);
+        }
+    }
+    out
+}
+
+fn place_region(
+    plan: &mut OutputPlan,
+    texture: &wgpu::Texture,
+    (mip, layer): (u32, u32),
+    format: wgpu::TextureFormat,
+    bpb: u32,
+    region: &[Rect],
+) {
+    let (bw, bh) = format.block_dimensions();
+    let x0 = region.iter().map(|r| r.x).min().unwrap_or(0);
+    let y0 = region.iter().map(|r| r.y).min().unwrap_or(0);
+    let x1 = region.iter().map(|r| r.x + r.w).max().unwrap_or(0);
+    let y1 = region.iter().map(|r| r.y + r.h).max().unwrap_or(0);
+    let tx1 = region.iter().map(|r| r.tx1).max().unwrap_or(0);
+    let ty1 = region.iter().map(|r| r.ty1).max().unwrap_or(0);
+    let row = (x1 - x0) * bpb;
+    let pitch = row.next_multiple_of(wgpu::COPY_BYTES_PER_ROW_ALIGNMENT);
+    let rows = y1 - y0;
+    let base = plan.size;
+    for r in region {
+        plan.places[r.part] = OutPlace {
+            dst_offset: base + (r.y - y0) as u64 * pitch as u64 + ((r.x - x0) * bpb) as u64,
+            row_pitch: pitch,
+        };
+    }
+    let size = if rows == 0 {
+        0
+    } else {
+        pitch as u64 * (rows as u64 - 1) + row as u64
+    };
+    plan.size = (base + size).next_multiple_of(256);
+    if rows > 0 && row > 0 {
+        plan.copies.push(OutCopy::Texture {
+            src_offset: base,
+            bytes_per_row: pitch,
+            rows,
+            texture: texture.clone(),
+            mip,
+            origin: wgpu::Origin3d {
+                x: x0 * bw,
+                y: y0 * bh,
+                z: layer,
+            },
+            extent: copy_extent(format, tx1 - x0 * bw, ty1 - y0 * bh),
+        });
+    }
+}
+
+/// Records `copies` from `scratch`; returns (commands, texture copies).
+pub(crate) fn record_copies(
+    enc: &mut wgpu::CommandEncoder,
+    scratch: &wgpu::Buffer,
+    copies: &[OutCopy],
+) -> (u64, u64) {
+    let mut textures = 0;
+    for c in copies {
+        match c {
+            OutCopy::Buffer {
+                src_offset,
+                buffer,
+                dst_offset,
+                len,
+            } => enc.copy_buffer_to_buffer(scratch, *src_offset, buffer, *dst_offset, *len),
+            OutCopy::Texture {
+                src_offset,
+                bytes_per_row,
+                rows,
+                texture,
+                mip,
+                origin,
+                extent,
+            } => {
+                textures += 1;
+                enc.copy_buffer_to_texture(
+                    wgpu::TexelCopyBufferInfo {
+                        buffer: scratch,
+                        layout: wgpu::TexelCopyBufferLayout {
+                            offset: *src_offset,
+                            bytes_per_row: Some(*bytes_per_row),
+                            rows_per_image: Some(*rows),
+                        },
+                    },
+                    wgpu::TexelCopyTextureInfo {
+                        texture,
+                        mip_level: *mip,
+                        origin: *origin,
+                        aspect: wgpu::TextureAspect::All,
+                    },
+                    *extent,
+                );
+            }
+        }
+    }
+    (copies.len() as u64, textures)
+}

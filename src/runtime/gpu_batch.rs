@@ -1,0 +1,659 @@
+//! The GPU batch stage: from staged bytes to GPU destinations.
+//!
+//! ```text
+//! sealed staging chunks, all slots written
+//!   -> one submission copies them into the open batch's device-local input
+//!      (the chunks are remapped for the next fill as soon as it is done)
+//!   -> the batch fills up over many chunks, then is flushed as ONE submission:
+//!      crc32c check pass (every block read from the pack),
+//!      LZ4 decode pass, stored-copy pass (stored blocks and CPU-decoded
+//!      bytes), into a mip-shaped output scratch,
+//!      one copy per destination region (`destinations::gpu_copies`),
+//!      status words copied to a readback buffer
+//!   -> submission done: the status words are mapped and read, parts finish
+//! ```
+//!
+//! A batch is flushed when the next chunk does not fit it, or when nothing
+//! more is on its way (the submission thread calls [`GpuBatcher::flush`]
+//! when it runs out of work). Two batches' buffers exist, so one fills while
+//! the other is on the GPU.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use crossbeam::channel::Sender;
+
+use crate::completion::gpu_poll::GpuPoller;
+use crate::decode::gpu::{
+    BlockCheck, BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, StoredCopyPipeline,
+};
+use crate::decode::Lz4Status;
+use crate::destinations::gpu_copies::{plan_outputs, record_copies, PartDest};
+use crate::staging::StagingRing;
+
+use super::complete::JobTable;
+use super::plan::{BlockData, Class, Part, Place};
+use super::request::Destination;
+use super::RequestError;
+
+/// Callbacks from wgpu, routed back to the submission thread.
+pub(crate) enum GpuEvent {
+    /// The submission copying these chunks to device memory is done.
+    ChunksCopied(Vec<usize>),
+    /// A chunk is mapped again.
+    ChunkMapped(usize),
+    /// A batch's submission is done.
+    BatchDone(usize),
+    /// A batch's status words are mapped.
+    StatusMapped(usize),
+}
+
+/// A part whose bytes sit in a staging chunk, ready for the GPU.
+pub(crate) struct Staged {
+    pub part: Part,
+    /// Where its bytes start in the chunk.
+    pub at: u64,
+    /// How many bytes.
+    pub len: u32,
+}
+
+struct Entry {
+    part: Part,
+    /// Where its bytes start in the batch input.
+    src: u64,
+    len: u32,
+    /// The crc32c to check the bytes against (blocks read from a pack).
+    check: Option<u32>,
+}
+
+/// The device buffers of one batch.
+struct Res {
+    input: wgpu::Buffer,
+    output: wgpu::Buffer,
+    lz4_descs: wgpu::Buffer,
+    stored_descs: wgpu::Buffer,
+    check_descs: wgpu::Buffer,
+    /// Status words: LZ4, stored copy, check, computed crc; `desc_cap` each.
+    status: [wgpu::Buffer; 4],
+    readback: wgpu::Buffer,
+}
+
+struct Open {
+    res: usize,
+    input_used: u64,
+    out_need: u64,
+    entries: Vec<Entry>,
+}
+
+/// Which table a live entry's descriptor went to, and its index there.
+#[derive(Clone, Copy)]
+struct Slots {
+    decode: (bool, u32),
+    check: Option<u32>,
+}
+
+struct InFlight {
+    entries: Vec<(Entry, Slots)>,
+    submitted: Instant,
+}
+
+/// Limits of one batch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchCaps {
+    /// Bytes of input (copied staging chunks).
+    pub input: u64,
+    /// Bytes of output scratch.
+    pub output: u64,
+    /// Blocks.
+    pub blocks: u64,
+}
+
+impl BatchCaps {
+    /// Caps for a device and staging ring: the input holds the whole staging
+    /// size (so thousands of blocks share a dispatch), the output twice
+    /// that, both within one storage binding.
+    pub fn new(device: &wgpu::Device, staging_total: u64, chunk: u64) -> BatchCaps {
+        let binding = (device.limits().max_storage_buffer_binding_size as u64)
+            .min(device.limits().max_buffer_size)
+            .min(1 << 31)
+            & !255;
+        let input = staging_total.max(chunk).min(binding).next_multiple_of(256);
+        let output = (2 * input).max(16 << 20).min(binding);
+        BatchCaps {
+            input,
+            output,
+            blocks: (chunk / 256).max(16384),
+        }
+    }
+}
+
+/// The GPU batch stage (see the module docs). Owned by the submission
+/// thread, like the staging ring inside it.
+pub(crate) struct GpuBatcher {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    pub ring: StagingRing,
+    poller: GpuPoller,
+    events: Sender<GpuEvent>,
+    lz4: Option<Lz4DecodePipeline>,
+    stored: StoredCopyPipeline,
+    crc: Option<Crc32cPipeline>,
+    /// Parts staged per chunk, waiting for the chunk to go.
+    staged: Vec<Vec<Staged>>,
+    res: Vec<Res>,
+    free: Vec<usize>,
+    open: Option<Open>,
+    in_flight: HashMap<usize, InFlight>,
+    caps: BatchCaps,
+    /// wgpu's noop backend runs no shaders: status words are preset to OK
+    /// there, so the host side can be measured with the decode "done".
+    noop: bool,
+}
+
+/// A part the stage is done with, and how it ended.
+pub(crate) type Finished = (Part, Result<(), RequestError>);
+
+impl GpuBatcher {
+    /// The stage for a device. `verify` checks every pack block's crc32c on
+    /// the GPU.
+    pub fn new(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        ring: StagingRing,
+        caps: BatchCaps,
+        lz4: Option<Lz4DecodePipeline>,
+        verify: bool,
+        events: Sender<GpuEvent>,
+    ) -> std::io::Result<GpuBatcher> {
+        let poller = GpuPoller::spawn(device.clone())?;
+        let stored = StoredCopyPipeline::new(&device);
+        let crc = verify.then(|| Crc32cPipeline::new(&device));
+        let noop = device.adapter_info().backend == wgpu::Backend::Noop;
+        let res = (0..2).map(|i| Res::new(&device, caps, i)).collect();
+        let staged = (0..ring.chunk_count()).map(|_| Vec::new()).collect();
+        Ok(GpuBatcher {
+            device,
+            queue,
+            ring,
+            poller,
+            events,
+            lz4,
+            stored,
+            crc,
+            staged,
+            res,
+            free: vec![1, 0],
+            open: None,
+            in_flight: HashMap::new(),
+            caps,
+            noop,
+        })
+    }
+
+    /// Whether LZ4 blocks are decoded here.
+    pub fn decodes_lz4(&self) -> bool {
+        self.lz4.is_some()
+    }
+
+    /// A part's bytes are in chunk `chunk` (its slot is reported written
+    /// separately, once per slot).
+    pub fn stage(&mut self, chunk: usize, staged: Staged) {
+        self.staged[chunk].push(staged);
+    }
+
+    /// Whether a batch is open with parts in it.
+    pub fn has_open(&self) -> bool {
+        self.open.as_ref().is_some_and(|o| !o.entries.is_empty())
+    }
+
+    /// Moves every ready chunk into the open batch (flushing it first when a
+    /// chunk does not fit), with one submission copying them all.
+    pub fn take_ready_chunks(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) {
+        let ready: Vec<usize> = self.ring.ready().collect();
+        let mut enc: Option<wgpu::CommandEncoder> = None;
+        let mut copied = Vec::new();
+        for c in ready {
+            if self.staged[c].is_empty() {
+                self.ring.recycle(c);
+                continue;
+            }
+            let used = self.ring.used(c).next_multiple_of(4);
+            let weight = self.ring.weight(c);
+            let n = self.staged[c].len() as u64;
+            let fits = |o: &Open| {
+                o.input_used + used <= self.caps.input
+                    && o.out_need + weight <= self.caps.output
+                    && o.entries.len() as u64 + n <= self.caps.blocks
+            };
+            if self.open.as_ref().is_some_and(|o| !fits(o)) {
+                // The copies recorded so far target the batch being flushed:
+                // they must reach the queue first.
+                if let Some(e) = enc.take() {
+                    self.submit_copies(e, std::mem::take(&mut copied));
+                }
+                self.flush(jobs, done);
+            }
+            if self.open.is_none() {
+                let Some(res) = self.free.pop() else {
+                    // Both batches are on the GPU: the chunk waits, sealed.
+                    break;
+                };
+                self.open = Some(Open {
+                    res,
+                    input_used: 0,
+                    out_need: 0,
+                    entries: Vec::new(),
+                });
+            }
+            let open = self.open.as_mut().expect("opened above");
+            let base = open.input_used;
+            let (buffer, _) = self.ring.unmap_for_gpu(c);
+            let e = enc.get_or_insert_with(|| {
+                self.device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                        label: Some("gpustream staging copy"),
+                    })
+            });
+            e.copy_buffer_to_buffer(&buffer, 0, &self.res[open.res].input, base, used);
+            copied.push(c);
+            open.input_used = (base + used).next_multiple_of(256);
+            open.out_need += weight;
+            let verify = self.crc.is_some();
+            for s in self.staged[c].drain(..) {
+                let check = match (&s.part.block.data, s.part.class) {
+                    (BlockData::File(pf, id), Class::Raw | Class::GpuLz4) if verify => {
+                        Some(pf.pack.blocks()[id.0 as usize].checksum)
+                    }
+                    _ => None,
+                };
+                open.entries.push(Entry {
+                    src: base + s.at,
+                    len: s.len,
+                    part: s.part,
+                    check,
+                });
+            }
+        }
+        if let Some(e) = enc {
+            self.submit_copies(e, copied);
+        }
+    }
+
+    fn submit_copies(&mut self, enc: wgpu::CommandEncoder, chunks: Vec<usize>) {
+        if chunks.is_empty() {
+            return;
+        }
+        let owed = self.poller.owe();
+        let tx = self.events.clone();
+        let index = self.queue.submit([enc.finish()]);
+        self.queue.on_submitted_work_done(move || {
+            let _ = tx.send(GpuEvent::ChunksCopied(chunks));
+            owed.paid();
+        });
+        self.poller.submitted(index);
+    }
+
+    /// Records and submits the open batch. Parts of cancelled requests end
+    /// here as cancelled; the others are pinned until their writes land.
+    pub fn flush(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let mut live = Vec::with_capacity(open.entries.len());
+        for e in open.entries {
+            if jobs.get(e.part.job).is_some_and(|j| j.spec.ctl.begin_gpu()) {
+                live.push(e);
+            } else {
+                done.push((e.part, Err(RequestError::Cancelled)));
+            }
+        }
+        if live.is_empty() {
+            self.free.push(open.res);
+            return;
+        }
+        let dests: Vec<Option<PartDest<'_>>> = live
+            .iter()
+            .map(|e| part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.spec.destination)))
+            .collect();
+        let present: Vec<PartDest<'_>> = dests.iter().flatten().cloned().collect();
+        let plan = plan_outputs(&present);
+        let res = &self.res[open.res];
+        let mut lz4 = Vec::new();
+        let mut stored = Vec::new();
+        let mut checks = Vec::new();
+        let mut entries = Vec::with_capacity(live.len());
+        let mut places = plan.places.iter();
+        let fits = plan.size <= res.output.size();
+        for (e, dest) in live.into_iter().zip(&dests) {
+            let place = match (dest, places.next()) {
+                (Some(_), Some(p)) if fits => *p,
+                _ => {
+                    if let Some(j) = jobs.get(e.part.job) {
+                        j.spec.ctl.end_gpu();
+                    }
+                    done.push((
+                        e.part,
+                        Err(RequestError::Internal(
+                            "a GPU part lost its destination or scratch".into(),
+                        )),
+                    ));
+                    continue;
+                }
+            };
+            let (row_bytes, row_pitch) = match &e.part.place {
+                Place::Texture { layout, .. } => (layout.row_bytes, place.row_pitch),
+                _ => (0, 0),
+            };
+            let src = e.src as u32;
+            let dst = place.dst_offset as u32;
+            let decode = if e.part.class == Class::GpuLz4 {
+                lz4.push(
+                    Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size)
+                        .with_rows(row_bytes, row_pitch),
+                );
+                (true, lz4.len() as u32 - 1)
+            } else {
+                let size = match &e.part.place {
+                    Place::Texture { layout, .. } => layout.tight_size() as u32,
+                    _ => e.len,
+                };
+                stored.push(
+                    Lz4BlockDesc::linear(src, size, dst, size).with_rows(row_bytes, row_pitch),
+                );
+                (false, stored.len() as u32 - 1)
+            };
+            let check = e.check.map(|expected| {
+                checks.push(BlockCheckDesc::new(src, e.len, expected));
+                checks.len() as u32 - 1
+            });
+            entries.push((e, Slots { decode, check }));
+        }
+        let counts = [lz4.len() as u32, stored.len() as u32, checks.len() as u32];
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("gpustream batch"),
+            });
+        let mut commands = 0u64;
+        let mut dispatches = 0u64;
+        let words = *counts.iter().max().unwrap_or(&0) as u64;
+        for (i, status) in res.status.iter().enumerate() {
+            if words == 0 {
+                break;
+            }
+            if self.noop && i < 3 {
+                let ok = vec![Lz4Status::Ok.to_word(); words as usize];
+                self.queue
+                    .write_buffer(status, 0, bytemuck::cast_slice(&ok));
+            } else {
+                // Cleared so a block a pass never reached reads as not run.
+                enc.clear_buffer(status, 0, Some(words * 4));
+                commands += 1;
+            }
+        }
+        let input = res.input.slice(..open.input_used.max(256));
+        if let Some(crc) = &self.crc {
+            if !checks.is_empty() {
+                self.queue
+                    .write_buffer(&res.check_descs, 0, bytemuck::cast_slice(&checks));
+                let _ = crc.encode(
+                    &self.device,
+                    &mut enc,
+                    input,
+                    &res.check_descs,
+                    &res.status[2],
+                    &res.status[3],
+                    counts[2],
+                );
+                dispatches += 1;
+            }
+        }
+        if let (Some(p), false) = (&self.lz4, lz4.is_empty()) {
+            self.queue
+                .write_buffer(&res.lz4_descs, 0, bytemuck::cast_slice(&lz4));
+            // Buffers are sized by the caps, so the encode cannot fail; if it
+            // did, the blocks' status words stay "not run" and they fail.
+            let _ = p.encode(
+                &self.device,
+                &mut enc,
+                input,
+                &res.lz4_descs,
+                &res.output,
+                &res.status[0],
+                counts[0],
+            );
+            dispatches += 1;
+        }
+        if !stored.is_empty() {
+            self.queue
+                .write_buffer(&res.stored_descs, 0, bytemuck::cast_slice(&stored));
+            let _ = self.stored.encode(
+                &self.device,
+                &mut enc,
+                input,
+                &res.stored_descs,
+                &res.output,
+                &res.status[1],
+                counts[1],
+            );
+            dispatches += 1;
+        }
+        let (copies, texture_copies) = record_copies(&mut enc, &res.output, &plan.copies);
+        commands += copies + dispatches;
+        if words > 0 {
+            for (i, status) in res.status.iter().enumerate() {
+                enc.copy_buffer_to_buffer(
+                    status,
+                    0,
+                    &res.readback,
+                    i as u64 * self.caps.blocks * 4,
+                    words * 4,
+                );
+                commands += 1;
+            }
+        }
+        if let Some((first, _)) = entries.first() {
+            if let Some(j) = jobs.get(first.part.job) {
+                j.spec.stats(|st| {
+                    st.gpu_submits += 1;
+                    st.gpu_commands += commands;
+                    st.gpu_dispatches += dispatches;
+                    st.texture_copies += texture_copies;
+                    st.blocks_gpu_decoded += counts[0] as u64;
+                    st.blocks_copied += counts[1] as u64;
+                });
+            }
+        }
+        let r = open.res;
+        self.in_flight.insert(
+            r,
+            InFlight {
+                entries,
+                submitted: Instant::now(),
+            },
+        );
+        let owed = self.poller.owe();
+        let tx = self.events.clone();
+        let index = self.queue.submit([enc.finish()]);
+        self.queue.on_submitted_work_done(move || {
+            let _ = tx.send(GpuEvent::BatchDone(r));
+            owed.paid();
+        });
+        self.poller.submitted(index);
+    }
+
+    /// Handles a wgpu callback; parts that ended are pushed to `done`.
+    pub fn on_event(&mut self, e: GpuEvent, jobs: &JobTable, done: &mut Vec<Finished>) {
+        match e {
+            GpuEvent::ChunksCopied(chunks) => {
+                for c in chunks {
+                    let owed = self.poller.owe();
+                    let tx = self.events.clone();
+                    self.ring.remap(c, move || {
+                        let _ = tx.send(GpuEvent::ChunkMapped(c));
+                        owed.paid();
+                    });
+                    self.poller.mapping();
+                }
+            }
+            GpuEvent::ChunkMapped(c) => self.ring.mapped(c),
+            GpuEvent::BatchDone(r) => {
+                let Some(f) = self.in_flight.get(&r) else {
+                    return;
+                };
+                if let Some((first, _)) = f.entries.first() {
+                    if let Some(j) = jobs.get(first.part.job) {
+                        let ns = f.submitted.elapsed().as_nanos() as u64;
+                        j.spec.stats(|st| st.gpu_ns += ns);
+                    }
+                }
+                let owed = self.poller.owe();
+                let tx = self.events.clone();
+                self.res[r]
+                    .readback
+                    .map_async(wgpu::MapMode::Read, .., move |_| {
+                        let _ = tx.send(GpuEvent::StatusMapped(r));
+                        owed.paid();
+                    });
+                self.poller.mapping();
+            }
+            GpuEvent::StatusMapped(r) => {
+                let Some(f) = self.in_flight.remove(&r) else {
+                    return;
+                };
+                let stride = self.caps.blocks as usize;
+                let words: Vec<u32> = match self.res[r].readback.slice(..).get_mapped_range() {
+                    Ok(view) => bytemuck::cast_slice(&view).to_vec(),
+                    // The map failed (device lost): every block fails rather
+                    // than hangs.
+                    Err(_) => vec![u32::MAX; stride * 4],
+                };
+                self.res[r].readback.unmap();
+                let word = |table: usize, i: u32| {
+                    words
+                        .get(table * stride + i as usize)
+                        .copied()
+                        .unwrap_or(u32::MAX)
+                };
+                for (e, slots) in f.entries {
+                    if let Some(j) = jobs.get(e.part.job) {
+                        j.spec.ctl.end_gpu();
+                    }
+                    done.push((e.part.clone(), verdict(&e, slots, &word, self.noop)));
+                }
+                self.free.push(r);
+            }
+        }
+    }
+}
+
+/// How a part's passes ended, from its status words.
+fn verdict(
+    e: &Entry,
+    slots: Slots,
+    word: &impl Fn(usize, u32) -> u32,
+    noop: bool,
+) -> Result<(), RequestError> {
+    if let (Some(i), Some(expected)) = (slots.check, e.check) {
+        let computed = if noop { expected } else { word(3, i) };
+        let check = BlockCheck::from_words(word(2, i), computed, expected);
+        if !check.is_ok() {
+            if let (BlockCheck::Mismatch { expected, computed }, BlockData::File(pf, id)) =
+                (check, &e.part.block.data)
+            {
+                return Err(RequestError::Pack(crate::pack::PackError::BlockChecksum {
+                    at: pf.pack.describe_block(*id),
+                    block: id.0,
+                    offset: e.part.block.offset,
+                    stored: expected,
+                    computed,
+                }));
+            }
+            return Err(RequestError::GpuDecode {
+                block: e.part.block.describe(),
+                offset: e.part.block.offset,
+                reason: format!("checksum pass: {check}"),
+            });
+        }
+    }
+    let (lz4, i) = slots.decode;
+    let st = Lz4Status::from_word(word(if lz4 { 0 } else { 1 }, i));
+    if st.is_ok() {
+        Ok(())
+    } else {
+        Err(RequestError::GpuDecode {
+            block: e.part.block.describe(),
+            offset: e.part.block.offset,
+            reason: format!("{}: {st:?}", if lz4 { "LZ4 decode" } else { "stored copy" }),
+        })
+    }
+}
+
+/// The destination a GPU part writes, borrowed from its request.
+fn part_dest<'a>(part: &Part, dest: Option<&'a Destination>) -> Option<PartDest<'a>> {
+    match (&part.place, dest?) {
+        (Place::Buffer { offset }, Destination::Buffer { buffer, .. }) => Some(PartDest::Buffer {
+            buffer,
+            offset: *offset,
+            len: (part.take.end - part.take.start) as u64,
+        }),
+        (
+            Place::Texture {
+                mip,
+                origin,
+                width,
+                height,
+                layout,
+            },
+            Destination::Texture { texture, .. },
+        ) => Some(PartDest::Texture {
+            texture,
+            mip: *mip,
+            origin: *origin,
+            width: *width,
+            height: *height,
+            layout: *layout,
+        }),
+        _ => None,
+    }
+}
+
+impl Res {
+    fn new(device: &wgpu::Device, caps: BatchCaps, i: usize) -> Res {
+        use wgpu::BufferUsages as U;
+        let mk = |what: &str, size: u64, usage: U| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(&format!("gpustream batch {i} {what}")),
+                size: size.max(256),
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let words = caps.blocks * 4;
+        let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+        let check = std::mem::size_of::<BlockCheckDesc>() as u64;
+        Res {
+            input: mk("input", caps.input, U::STORAGE | U::COPY_DST),
+            output: mk("output", caps.output, U::STORAGE | U::COPY_SRC),
+            lz4_descs: mk(
+                "lz4 descriptors",
+                caps.blocks * desc,
+                U::STORAGE | U::COPY_DST,
+            ),
+            stored_descs: mk(
+                "stored descriptors",
+                caps.blocks * desc,
+                U::STORAGE | U::COPY_DST,
+            ),
+            check_descs: mk(
+                "check descriptors",
+                caps.blocks * check,
+                U::STORAGE | U::COPY_DST,
+            ),
+            status: std::array::from_fn(|_| {
+                mk("status", words, U::STORAGE | U::COPY_SRC | U::COPY_DST)
+            }),
+            readback: mk("status readback", 4 * words, U::MAP_READ | U::COPY_DST),
+        }
+    }
+}

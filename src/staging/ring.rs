@@ -1,0 +1,303 @@
+//! The ring of staging chunks and its allocator.
+
+use std::ptr::NonNull;
+
+/// Where a chunk is in its life (see the module docs).
+#[derive(PartialEq, Eq, Clone, Copy, Debug)]
+pub(crate) enum ChunkState {
+    /// Mapped and empty.
+    Free,
+    /// Mapped; slots are being handed out.
+    Filling,
+    /// Mapped; no more slots, waiting for the ones handed out to be written.
+    Sealed,
+    /// Unmapped; the GPU is copying it.
+    InGpu,
+    /// A `map_async` is in flight.
+    Mapping,
+}
+
+/// A reserved range of one chunk: the only way staging memory is handed out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// The chunk.
+    pub chunk: usize,
+    /// Byte offset inside the chunk.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// Write access to one [`Slot`] of a mapped chunk, for the thread (I/O or
+/// CPU decode) that fills it.
+///
+/// It carries its own length; every safe method stays inside it.
+pub(crate) struct SlotWriter {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a writer covers one slot, handed out once; the chunk stays mapped
+// until the slot is reported written (the ring does not unmap a chunk with
+// slots outstanding), so the pointer stays valid on whichever thread holds it.
+unsafe impl Send for SlotWriter {}
+
+impl SlotWriter {
+    /// The start of the slot, for a read the kernel performs into it
+    /// (`io::ReadOp::dest`) or a decoder writing it.
+    ///
+    /// The caller may write `self.len()` bytes from it and must not read
+    /// them back: the memory may be write-combined.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The slot as a byte slice for a decoder to write.
+    ///
+    /// The bytes may be write-combined memory: write them in order and avoid
+    /// reading them (LZ4 and zstd read back only what they wrote moments
+    /// before, which stays in the write-combining buffers or the cache).
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: the slot is `len` bytes of a live mapping and this writer
+        // is its only user (see the `Send` impl).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+struct Chunk {
+    buffer: wgpu::Buffer,
+    view: Option<wgpu::BufferViewMut>,
+    ptr: Option<NonNull<u8>>,
+    used: u64,
+    /// The second budget (decoded bytes the chunk's blocks produce on the GPU).
+    weight: u64,
+    /// Slots handed out and not yet written or given up.
+    outstanding: usize,
+    state: ChunkState,
+}
+
+/// The ring of staging chunks. Owned by the runtime's submission thread.
+pub(crate) struct StagingRing {
+    chunks: Vec<Chunk>,
+    size: u64,
+    open: Option<usize>,
+    weight_cap: u64,
+}
+
+// SAFETY: the raw pointers point into the chunks' mappings, which live as
+// long as `view`; the ring hands out disjoint slots only.
+unsafe impl Send for StagingRing {}
+
+impl StagingRing {
+    /// Splits `total` bytes into chunks of at most `chunk_size` (at least 2
+    /// chunks, so reads can fill one while the GPU copies another). A chunk
+    /// is sealed early once the weights of its slots would pass `weight_cap`.
+    pub fn new(device: &wgpu::Device, total: u64, chunk_size: u64, weight_cap: u64) -> StagingRing {
+        let total = total.max(2 * super::STAGING_ALIGN);
+        let count = total.div_ceil(chunk_size).max(2);
+        let size = ((total / count) & !4095).max(4096);
+        let chunks = (0..count as usize)
+            .map(|i| {
+                let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(&format!("gpustream staging chunk {i}")),
+                    size,
+                    usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: true,
+                });
+                let mut c = Chunk {
+                    buffer,
+                    view: None,
+                    ptr: None,
+                    used: 0,
+                    weight: 0,
+                    outstanding: 0,
+                    state: ChunkState::Free,
+                };
+                attach(&mut c);
+                c
+            })
+            .collect();
+        StagingRing {
+            chunks,
+            size,
+            open: None,
+            weight_cap,
+        }
+    }
+
+    /// The size of every chunk: the most one slot can be.
+    pub fn chunk_size(&self) -> u64 {
+        self.size
+    }
+
+    /// The number of chunks.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// The bytes handed out in chunks that are not free.
+    pub fn in_use(&self) -> u64 {
+        self.chunks
+            .iter()
+            .filter(|c| c.state != ChunkState::Free)
+            .map(|c| c.used)
+            .sum()
+    }
+
+    /// Bytes used in a chunk.
+    pub fn used(&self, chunk: usize) -> u64 {
+        self.chunks[chunk].used
+    }
+
+    /// The summed weight of a chunk's slots.
+    pub fn weight(&self, chunk: usize) -> u64 {
+        self.chunks[chunk].weight
+    }
+
+    /// Reserves `len` bytes aligned to `align` (a power of two) that carry
+    /// `weight` of the second budget, in the open chunk or the next free one.
+    /// `None` when no chunk has room (or `len` exceeds a chunk).
+    pub fn alloc(&mut self, len: u64, align: u64, weight: u64) -> Option<(Slot, SlotWriter)> {
+        if len > self.size || weight > self.weight_cap {
+            return None;
+        }
+        loop {
+            let c = match self.open {
+                Some(c) => c,
+                None => {
+                    let c = self
+                        .chunks
+                        .iter()
+                        .position(|w| w.state == ChunkState::Free)?;
+                    self.chunks[c].state = ChunkState::Filling;
+                    self.open = Some(c);
+                    c
+                }
+            };
+            let ch = &mut self.chunks[c];
+            let off = ch.used.checked_add(align - 1)? & !(align - 1);
+            let fits = off.checked_add(len).is_some_and(|end| end <= self.size)
+                && ch.weight + weight <= self.weight_cap;
+            if fits {
+                ch.used = off + len;
+                ch.weight += weight;
+                ch.outstanding += 1;
+                let base = ch.ptr.expect("a filling chunk is mapped");
+                // SAFETY: `off + len <= size`, inside the mapping.
+                let ptr = unsafe { NonNull::new_unchecked(base.as_ptr().add(off as usize)) };
+                let slot = Slot {
+                    chunk: c,
+                    offset: off,
+                    len,
+                };
+                return Some((
+                    slot,
+                    SlotWriter {
+                        ptr,
+                        len: len as usize,
+                    },
+                ));
+            }
+            // Full: seal it and try the next free chunk.
+            ch.state = ChunkState::Sealed;
+            self.open = None;
+        }
+    }
+
+    /// Gives back the latest slot of its chunk (a run being placed that could
+    /// not get all it needs). Earlier slots cannot be given back this way.
+    pub fn unreserve(&mut self, slot: Slot, weight: u64) {
+        let ch = &mut self.chunks[slot.chunk];
+        debug_assert_eq!(ch.used, slot.offset + slot.len, "only the latest slot");
+        if ch.used == slot.offset + slot.len {
+            ch.used = slot.offset;
+        }
+        ch.weight = ch.weight.saturating_sub(weight);
+        ch.outstanding -= 1;
+    }
+
+    /// The slot's bytes are written (or it was given up): once a sealed
+    /// chunk has none outstanding it can go to the GPU.
+    pub fn slot_written(&mut self, chunk: usize) {
+        self.chunks[chunk].outstanding -= 1;
+    }
+
+    /// Seals the open chunk if anything was handed out in it, so it can go
+    /// to the GPU as soon as its slots are written.
+    pub fn seal_open(&mut self) {
+        if let Some(c) = self.open {
+            if self.chunks[c].used > 0 {
+                self.chunks[c].state = ChunkState::Sealed;
+                self.open = None;
+            }
+        }
+    }
+
+    /// Sealed chunks whose slots are all written.
+    pub fn ready(&self) -> impl Iterator<Item = usize> + '_ {
+        self.chunks
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.state == ChunkState::Sealed && c.outstanding == 0)
+            .map(|(i, _)| i)
+    }
+
+    /// Whether some chunk is filling or sealed (bytes on their way).
+    pub fn filling(&self) -> bool {
+        self.chunks
+            .iter()
+            .any(|c| matches!(c.state, ChunkState::Filling | ChunkState::Sealed) && c.used > 0)
+    }
+
+    /// A ready chunk with nothing for the GPU: free again at once (it is
+    /// still mapped).
+    pub fn recycle(&mut self, chunk: usize) {
+        let ch = &mut self.chunks[chunk];
+        debug_assert_eq!(ch.outstanding, 0);
+        ch.used = 0;
+        ch.weight = 0;
+        ch.state = ChunkState::Free;
+    }
+
+    /// Unmaps a ready chunk for the GPU copy; returns its buffer and the
+    /// bytes used.
+    pub fn unmap_for_gpu(&mut self, chunk: usize) -> (wgpu::Buffer, u64) {
+        let ch = &mut self.chunks[chunk];
+        debug_assert_eq!(ch.outstanding, 0);
+        ch.ptr = None;
+        ch.view = None;
+        ch.buffer.unmap();
+        ch.state = ChunkState::InGpu;
+        (ch.buffer.clone(), ch.used)
+    }
+
+    /// Starts mapping a chunk whose GPU copy is done; `done` runs (on a wgpu
+    /// callback) once it is mapped, and must lead to [`Self::mapped`].
+    pub fn remap(&mut self, chunk: usize, done: impl FnOnce() + Send + 'static) {
+        let ch = &mut self.chunks[chunk];
+        ch.state = ChunkState::Mapping;
+        ch.buffer
+            .map_async(wgpu::MapMode::Write, .., move |_| done());
+    }
+
+    /// The chunk is mapped again: free for the next fill.
+    pub fn mapped(&mut self, chunk: usize) {
+        let ch = &mut self.chunks[chunk];
+        attach(ch);
+        ch.weight = 0;
+        ch.outstanding = 0;
+        ch.state = ChunkState::Free;
+    }
+}
+
+/// Takes the pointer of a freshly mapped buffer.
+fn attach(c: &mut Chunk) {
+    let mut view = c
+        .buffer
+        .slice(..)
+        .get_mapped_range_mut()
+        .expect("staging chunk is mapped");
+    c.ptr = Some(view.slice(..).as_raw_element_ptr());
+    c.view = Some(view);
+    c.used = 0;
+}
