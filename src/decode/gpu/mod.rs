@@ -12,3 +12,5 @@ pub use lz4_decode::{
 };
 pub mod stored_copy;
 pub use stored_copy::{validate_stored_descs, StoredCopyPipeline};
+pub mod crc32c;
+pub use crc32c::{BlockCheck, BlockCheckDesc, Crc32cPipeline};
