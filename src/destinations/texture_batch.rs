@@ -275,7 +275,7 @@ impl MipShape {
     fn geometry(&self) -> Result<Geometry, TextureBatchError> {
         let (bw, bh) = self.format.block_dimensions();
         let bpb = self.format.block_copy_size(None).unwrap_or(0);
-        if bpb == 0 || bpb % 4 != 0 || self.format.is_depth_stencil_format() {
+        if bpb == 0 || !bpb.is_multiple_of(4) || self.format.is_depth_stencil_format() {
             return Err(TextureBatchError::UnsupportedFormat {
                 format: self.format,
             });
@@ -299,7 +299,7 @@ impl MipShape {
         {
             return Err(bad("a size exceeds 2^24 texels"));
         }
-        if self.tile_width % bw != 0 || self.tile_height % bh != 0 {
+        if !self.tile_width.is_multiple_of(bw) || !self.tile_height.is_multiple_of(bh) {
             return Err(bad("tiles are not whole texel blocks"));
         }
         // Rows stay below 2^24 blocks of at most 16 bytes: pitches fit u32.
