@@ -11,3 +11,4 @@ pub mod texture;
 
 pub(crate) use memory::HostClaim;
 pub use memory::{HostMemory, HostMemoryBusy};
+pub mod texture_batch;

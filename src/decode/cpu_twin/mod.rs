@@ -5,3 +5,6 @@
 pub mod lz4_decode;
 
 pub use lz4_decode::{decode_block, lz4_decode};
+pub mod stored_copy;
+pub use stored_copy::stored_copy;
+pub mod crc32c;

@@ -10,3 +10,7 @@ pub use lz4_decode::{
     decode_blocks_on_gpu, decode_blocks_with, read_buffer, validate_descs, Lz4DecodePath,
     Lz4DecodePipeline, Lz4EncodeError, Lz4PipelineError,
 };
+pub mod stored_copy;
+pub use stored_copy::{validate_stored_descs, StoredCopyPipeline};
+pub mod crc32c;
+pub use crc32c::{BlockCheck, BlockCheckDesc, Crc32cPipeline};
