@@ -7,7 +7,8 @@ use super::CliResult;
 pub struct Args {}
 
 /// Lists every adapter with its backend, the features gpustream uses and the
-/// limits that size its dispatches.
+/// limits that size its dispatches, then the one gpustream's tools would use
+/// by default and why.
 pub fn run(_args: Args) -> CliResult {
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
@@ -39,6 +40,15 @@ pub fn run(_args: Args) -> CliResult {
             info.subgroup_min_size,
             info.subgroup_max_size
         );
+    }
+    println!("(wgpu's noop backend: --adapter noop)");
+    match gpustream::gpu::open_device() {
+        Ok(ctx) => println!(
+            "gpustream uses: {}\n  because: {}",
+            ctx.describe(),
+            ctx.reason
+        ),
+        Err(e) => println!("gpustream uses: none ({e})"),
     }
     Ok(())
 }

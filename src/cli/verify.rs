@@ -13,6 +13,11 @@ pub struct Args {
     /// the CPU decode: checks the GPU path on this machine's adapter and driver.
     #[arg(long)]
     gpu: bool,
+    /// The adapter for `--gpu`: a backend ("vulkan", "gl"), part of an
+    /// adapter's name ("llvmpipe", "NVIDIA"), or "noop". Default: the best
+    /// adapter found, Vulkan, Metal or DX12 before GL.
+    #[arg(long, requires = "gpu")]
+    adapter: Option<String>,
 }
 
 /// Runs `gpustream verify`: lists every bad block and fails if there is one.
@@ -37,7 +42,11 @@ pub fn run(args: Args) -> CliResult {
         println!("BAD {what}: {e}");
     }
     let total: u64 = pack.blocks().iter().map(|b| b.size as u64).sum();
-    let gpu_bad = if args.gpu { verify_gpu(&pack)? } else { 0 };
+    let gpu_bad = if args.gpu {
+        verify_gpu(&pack, args.adapter.as_deref())?
+    } else {
+        0
+    };
     if bad.is_empty() && gpu_bad == 0 {
         println!(
             "{}: all {} blocks of {} assets OK ({} bytes decoded)",
@@ -66,8 +75,16 @@ pub fn run(args: Args) -> CliResult {
 /// Decodes every LZ4 block on the GPU, batch by batch, and compares each with
 /// the CPU decode; prints every mismatch by asset and block. Returns the
 /// number of mismatches.
-fn verify_gpu(pack: &Pack) -> Result<usize, Box<dyn std::error::Error + Send + Sync>> {
-    let ctx = gpustream::gpu::open_device()?;
+fn verify_gpu(
+    pack: &Pack,
+    adapter: Option<&str>,
+) -> Result<usize, Box<dyn std::error::Error + Send + Sync>> {
+    let ctx = gpustream::gpu::open_device_for(adapter)?;
+    println!("GPU: {}\n  because: {}", ctx.describe(), ctx.reason);
+    if let Some(why) = ctx.lacks(gpustream::gpu::Capability::ComputePasses) {
+        // Every block would "mismatch": say why instead of blaming the decoder.
+        return Err(format!("cannot check the GPU decoder on {}: {why}", ctx.describe()).into());
+    }
     let pipeline = gpustream::decode::gpu::Lz4DecodePipeline::new(&ctx.device);
     let bytes = std::fs::read(pack.path())?;
     let ids: Vec<u32> = (0..pack.blocks().len() as u32)
