@@ -341,3 +341,92 @@ pub(crate) fn record_copies(
     }
     (copies.len() as u64, textures)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 4x4-block tiles on a grid, in raster order, as `regions` gets them.
+    fn tiles(cells: &[(u32, u32)]) -> Vec<Rect> {
+        let mut v: Vec<Rect> = cells
+            .iter()
+            .enumerate()
+            .map(|(part, &(tx, ty))| Rect {
+                part,
+                x: tx * 4,
+                y: ty * 4,
+                w: 4,
+                h: 4,
+                tx1: (tx * 4 + 4) * 4,
+                ty1: (ty * 4 + 4) * 4,
+            })
+            .collect();
+        v.sort_by_key(|r| (r.y, r.x));
+        v
+    }
+
+    /// Every region is a full rectangle of the tiles in it.
+    fn check_exact(regions: &[Vec<Rect>]) {
+        for reg in regions {
+            let x0 = reg.iter().map(|r| r.x).min().unwrap();
+            let x1 = reg.iter().map(|r| r.x + r.w).max().unwrap();
+            let y0 = reg.iter().map(|r| r.y).min().unwrap();
+            let y1 = reg.iter().map(|r| r.y + r.h).max().unwrap();
+            let area: u32 = reg.iter().map(|r| r.w * r.h).sum();
+            assert_eq!(
+                area,
+                (x1 - x0) * (y1 - y0),
+                "a region copies texels of no part"
+            );
+        }
+    }
+
+    #[test]
+    fn a_full_mip_is_one_region() {
+        let cells: Vec<(u32, u32)> = (0..4).flat_map(|y| (0..5).map(move |x| (x, y))).collect();
+        let r = regions(&tiles(&cells));
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].len(), 20);
+        check_exact(&r);
+    }
+
+    #[test]
+    fn a_raster_run_is_at_most_three_regions() {
+        let all: Vec<(u32, u32)> = (0..6).flat_map(|y| (0..5).map(move |x| (x, y))).collect();
+        for start in 0..all.len() {
+            for end in start + 1..=all.len() {
+                let r = regions(&tiles(&all[start..end]));
+                assert!(r.len() <= 3, "{start}..{end}: {} regions", r.len());
+                assert_eq!(r.iter().map(Vec::len).sum::<usize>(), end - start);
+                check_exact(&r);
+            }
+        }
+    }
+
+    #[test]
+    fn missing_tiles_are_never_covered() {
+        // A checkerboard: no two tiles touch, so every tile is its own region.
+        let cells: Vec<(u32, u32)> = (0..4)
+            .flat_map(|y| (0..4).map(move |x| (x, y)))
+            .filter(|(x, y)| (x + y) % 2 == 0)
+            .collect();
+        let r = regions(&tiles(&cells));
+        assert_eq!(r.len(), cells.len());
+        check_exact(&r);
+        // A hole in the middle of a 3x3 block.
+        let cells: Vec<(u32, u32)> = (0..3)
+            .flat_map(|y| (0..3).map(move |x| (x, y)))
+            .filter(|&c| c != (1, 1))
+            .collect();
+        let r = regions(&tiles(&cells));
+        check_exact(&r);
+        assert_eq!(r.iter().map(Vec::len).sum::<usize>(), 8);
+    }
+
+    #[test]
+    fn the_same_tile_twice_is_copied_twice() {
+        let r = regions(&tiles(&[(0, 0), (0, 0), (1, 0)]));
+        assert_eq!(r.iter().map(Vec::len).sum::<usize>(), 3);
+        check_exact(&r);
+    }
+}

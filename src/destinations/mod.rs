@@ -11,4 +11,3 @@ pub mod texture;
 
 pub(crate) use memory::HostClaim;
 pub use memory::{HostMemory, HostMemoryBusy};
-pub mod texture_batch;
