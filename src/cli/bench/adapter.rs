@@ -22,8 +22,16 @@ pub(super) fn open_adapter(name: Option<&str>) -> Result<(GpuContext, String), S
             desc.backends = wgpu::Backends::NOOP;
             desc.backend_options.noop.enable = true;
         }
-        // A name picks among every backend, whatever WGPU_BACKEND says.
-        Some(_) => desc.backends = wgpu::Backends::all() - wgpu::Backends::NOOP,
+        // A backend's name ("vulkan", "gl", ...) opens only that backend; any
+        // other name picks among every backend, whatever WGPU_BACKEND says.
+        Some(w) => {
+            let named = wgpu::Backends::from_comma_list(w) - wgpu::Backends::NOOP;
+            desc.backends = if named.is_empty() {
+                wgpu::Backends::all() - wgpu::Backends::NOOP
+            } else {
+                named
+            };
+        }
         None => desc.backends -= wgpu::Backends::NOOP,
     }
     let backends = desc.backends;
@@ -34,7 +42,7 @@ pub(super) fn open_adapter(name: Option<&str>) -> Result<(GpuContext, String), S
         None | Some("noop") => true,
         Some(w) => {
             let info = a.get_info();
-            format!("{:?}", info.backend).to_ascii_lowercase() == w
+            backends.contains(info.backend.into()) && !wgpu::Backends::from_comma_list(w).is_empty()
                 || info.name.to_ascii_lowercase().contains(w)
         }
     };

@@ -20,6 +20,35 @@ pub(super) fn cpu_seconds() -> f64 {
     t(u.ru_utime) + t(u.ru_stime)
 }
 
+/// The runtime's submission thread as Linux names it (the first 15 bytes
+/// of "gpustream-dispatch"). Keep in step with `Runtime::build`.
+const SUBMIT_THREAD: &str = "gpustream-dispa";
+
+/// CPU time the runtime's submission thread has run so far, from
+/// `/proc/self/task/*/schedstat` (nanoseconds on a CPU). Unlike
+/// `Runtime::submit_thread_busy`, which is wall time while busy, it leaves
+/// out time the thread was runnable but preempted, which dominates on a
+/// loaded 2-core machine. `None` where the thread or procfs is not found.
+pub(super) fn submit_thread_cpu() -> Option<Duration> {
+    let mut ns = None;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let dir = task.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() != SUBMIT_THREAD {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
+        if let Some(run) = stat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            *ns.get_or_insert(0) += run;
+        }
+    }
+    ns.map(Duration::from_nanos)
+}
+
 /// The median of `times` in seconds (at least a nanosecond, so rates stay
 /// finite).
 pub(super) fn median(times: &mut [Duration]) -> f64 {
@@ -62,8 +91,11 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
 pub struct HostSide {
     /// Whole-process CPU seconds (getrusage user + system) per GB delivered.
     pub cpu_s_per_gb: f64,
-    /// Seconds the runtime's submission thread was busy per GB delivered.
+    /// Seconds the runtime's submission thread was busy per GB delivered
+    /// (`Runtime::submit_thread_busy`: wall time while busy).
     pub submit_busy_s_per_gb: f64,
+    /// CPU seconds the submission thread ran per GB delivered (schedstat).
+    pub submit_cpu_s_per_gb: Option<f64>,
     /// (GPU-decoded + GPU-copied blocks) / compute dispatches.
     pub blocks_per_dispatch: Option<f64>,
     /// GPU commands recorded per MiB delivered.
@@ -91,8 +123,14 @@ pub(super) struct PassShape {
 
 /// Derives [`HostSide`] from the counters' growth `d` over the timed
 /// passes, the process CPU seconds `cpu` and the submission thread's busy
-/// time `busy` over the same passes.
-pub(super) fn host_side(d: &QueueStats, cpu: f64, busy: Duration, shape: &PassShape) -> HostSide {
+/// time `busy` (and CPU time `busy_cpu`) over the same passes.
+pub(super) fn host_side(
+    d: &QueueStats,
+    cpu: f64,
+    busy: Duration,
+    busy_cpu: Option<Duration>,
+    shape: &PassShape,
+) -> HostSide {
     let passes = shape.passes.max(1) as f64;
     let bytes = shape.delivered as f64 * passes;
     let gb = (bytes / 1e9).max(1e-12);
@@ -101,6 +139,7 @@ pub(super) fn host_side(d: &QueueStats, cpu: f64, busy: Duration, shape: &PassSh
     HostSide {
         cpu_s_per_gb: cpu / gb,
         submit_busy_s_per_gb: busy.as_secs_f64() / gb,
+        submit_cpu_s_per_gb: busy_cpu.map(|c| c.as_secs_f64() / gb),
         blocks_per_dispatch: (d.gpu_dispatches > 0)
             .then(|| (d.blocks_gpu_decoded + d.blocks_copied) as f64 / d.gpu_dispatches as f64),
         gpu_commands_per_mib: gpu_work.then(|| d.gpu_commands as f64 / mib),

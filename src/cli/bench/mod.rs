@@ -394,6 +394,7 @@ fn measure(
     plan.progress.inc(1);
     let warm = q.stats();
     let busy0 = rt.submit_thread_busy();
+    let busy_cpu0 = metrics::submit_thread_cpu();
     let cpu0 = metrics::cpu_seconds();
     if plan.sustained {
         let mut prev = enqueue_all(&sets[1], &mut value)?;
@@ -423,6 +424,9 @@ fn measure(
     }
     let cpu = metrics::cpu_seconds() - cpu0;
     let busy = rt.submit_thread_busy().saturating_sub(busy0);
+    let busy_cpu = metrics::submit_thread_cpu()
+        .zip(busy_cpu0)
+        .map(|(b, a)| b.saturating_sub(a));
     let st = q.stats();
     let d = metrics::diff(&st, &warm);
     let noop_decode_not_run = noop_failures(plan, case, &q.error_record(), &d)?;
@@ -434,6 +438,7 @@ fn measure(
         &d,
         cpu,
         busy,
+        busy_cpu,
         &metrics::PassShape {
             delivered,
             texture_mips: sets[0].texture_mips,
