@@ -242,21 +242,35 @@ pub(super) fn plot(r: &BenchReport, path: &Path) -> Result<(), BoxError> {
             x,
             row.baseline_gbps,
         );
+        // The same series in the same order in both panels, so a case has
+        // one colour throughout.
         add(&mut cpu, row.case.clone(), x, row.host.cpu_s_per_gb);
+        add(
+            &mut cpu,
+            format!("{} baseline", row.case),
+            x,
+            row.baseline_cpu_s_per_gb,
+        );
     }
-    let panel = |title: &str, y_label: &str, series: Vec<Series>| LinePlot {
+    let panel = |title: &str, y_label: &str, log_y: bool, series: Vec<Series>| LinePlot {
         title: format!("{title} ({})", r.adapter),
         x_label: "staging buffer (MiB)".into(),
         y_label: y_label.into(),
         log_x: true,
-        log_y: false,
+        log_y,
         series,
     };
     save_png(
         path,
         &[
-            panel("delivered", "GB/s of uncompressed data", gbps),
-            panel("whole-process CPU", "CPU seconds per GB delivered", cpu),
+            panel("delivered", "GB/s of uncompressed data", false, gbps),
+            // Log scale: software GPU decode costs 100x the CPU paths.
+            panel(
+                "whole-process CPU",
+                "CPU seconds per GB delivered",
+                true,
+                cpu,
+            ),
         ],
         2,
         1600,
