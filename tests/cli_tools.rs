@@ -49,13 +49,110 @@ fn bench_quick_smoke_run_reports_every_case() {
             "gpu-lz4 missing with a GPU required: {cases:?}"
         );
     }
+    assert!(!report["adapter_reason"].as_str().unwrap().is_empty());
     for r in rows {
         assert!(r["delivered_gbps"].as_f64().unwrap() > 0.0);
         assert!(r["ratio"].as_f64().unwrap() >= 1.0);
         assert!(r["bytes_delivered"].as_u64().unwrap() > 0);
+        assert!(r["baseline_gbps"].as_f64().unwrap() > 0.0);
+        assert!(r["host"]["cpu_s_per_gb"].as_f64().unwrap() > 0.0);
+        let case = r["case"].as_str().unwrap();
+        let baseline = r["baseline"].as_str().unwrap();
+        if case.starts_with("cpu-") {
+            assert!(
+                baseline.starts_with("hand-written") && baseline.contains("crc32c"),
+                "{case}: baseline is {baseline:?}"
+            );
+        }
     }
     let png = std::fs::read(&plot).unwrap();
     assert_eq!(&png[..4], b"\x89PNG");
+}
+
+/// Runs `gpustream bench` with `args` and returns its JSON report.
+fn bench_json(args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let child = bin()
+        .arg("bench")
+        .args(args)
+        .arg("--json")
+        .arg(&json)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = wait_with_deadline(child, Duration::from_secs(600));
+    assert!(
+        out.status.success(),
+        "bench {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn bench_on_the_noop_adapter_counts_the_host_side_of_the_gpu_path() {
+    let report = bench_json(&[
+        "--quick",
+        "--iters",
+        "1",
+        "--adapter",
+        "noop",
+        "--buffered",
+        "--cases",
+        "gpu-lz4,none",
+    ]);
+    assert_eq!(report["noop"], true);
+    assert!(report["adapter"].as_str().unwrap().contains("Noop"));
+    let rows = report["rows"].as_array().unwrap();
+    let row = |case: &str| {
+        rows.iter()
+            .find(|r| r["case"] == case)
+            .unwrap_or_else(|| panic!("{case} missing: {rows:?}"))
+    };
+    let gpu = row("gpu-lz4");
+    let host = &gpu["host"];
+    // The decoder was dispatched and its copies recorded, though nothing ran.
+    assert!(host["blocks_per_dispatch"].as_f64().unwrap() >= 1.0);
+    assert!(host["gpu_commands_per_mib"].as_f64().unwrap() > 0.0);
+    assert!(host["submit_busy_s_per_gb"].as_f64().unwrap() > 0.0);
+    assert!(gpu["delivered_as"].as_str().unwrap().starts_with("noop"));
+    let metrics: Vec<&str> = gpu["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["metric"].as_str().unwrap())
+        .collect();
+    assert!(metrics.contains(&"CPU s/GB") && metrics.contains(&"submit s/GB"));
+    let none = row("none");
+    assert_eq!(none["baseline"], "queue.write_buffer loop");
+    assert!(none["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["metric"] == "host copies/byte"));
+}
+
+#[test]
+fn bench_no_verify_turns_checksums_off_in_the_baseline_too() {
+    let report = bench_json(&[
+        "--quick",
+        "--iters",
+        "1",
+        "--memory",
+        "--no-verify",
+        "--cases",
+        "cpu-lz4",
+    ]);
+    assert_eq!(report["verify"], false);
+    let row = &report["rows"][0];
+    let baseline = row["baseline"].as_str().unwrap();
+    assert!(baseline.starts_with("hand-written"), "{baseline}");
+    assert!(!baseline.contains("crc32c"), "{baseline}");
+    assert!(row["ratio_to_baseline"].as_f64().unwrap() > 0.0);
 }
 
 /// Waits for a child, killing it (and failing the test) past the deadline,

@@ -1,0 +1,217 @@
+//! What bench derives from the runtime's counters: process CPU time, the
+//! submission thread's busy time, blocks per dispatch, GPU commands per MiB,
+//! texture copies per mip, host copies per byte; and the targets of issue
+//! #10 they are read against.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use gpustream::runtime::QueueStats;
+
+/// User plus system CPU seconds of the whole process so far.
+pub(super) fn cpu_seconds() -> f64 {
+    // SAFETY: `u` is a plain C struct that getrusage fills in; all-zero is
+    // a valid value for it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is valid and writable for the call; RUSAGE_SELF cannot fail.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    t(u.ru_utime) + t(u.ru_stime)
+}
+
+/// The runtime's submission thread as Linux names it (the first 15 bytes
+/// of "gpustream-dispatch"). Keep in step with `Runtime::build`.
+const SUBMIT_THREAD: &str = "gpustream-dispa";
+
+/// CPU time the runtime's submission thread has run so far, from
+/// `/proc/self/task/*/schedstat` (nanoseconds on a CPU). Unlike
+/// `Runtime::submit_thread_busy`, which is wall time while busy, it leaves
+/// out time the thread was runnable but preempted, which dominates on a
+/// loaded 2-core machine. `None` where the thread or procfs is not found.
+pub(super) fn submit_thread_cpu() -> Option<Duration> {
+    let mut ns = None;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let dir = task.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.trim_end() != SUBMIT_THREAD {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
+        if let Some(run) = stat
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            *ns.get_or_insert(0) += run;
+        }
+    }
+    ns.map(Duration::from_nanos)
+}
+
+/// The median of `times` in seconds (at least a nanosecond, so rates stay
+/// finite).
+pub(super) fn median(times: &mut [Duration]) -> f64 {
+    times.sort();
+    times
+        .get(times.len() / 2)
+        .copied()
+        .unwrap_or_default()
+        .max(Duration::from_nanos(1))
+        .as_secs_f64()
+}
+
+/// The counters that grew from `b` to `a` (the timed passes, without the
+/// warm-up).
+pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
+    QueueStats {
+        requests: a.requests - b.requests,
+        completed: a.completed - b.completed,
+        failed: a.failed - b.failed,
+        submits: a.submits - b.submits,
+        bytes_read: a.bytes_read - b.bytes_read,
+        bytes_host_copied: a.bytes_host_copied - b.bytes_host_copied,
+        blocks_cpu_decoded: a.blocks_cpu_decoded - b.blocks_cpu_decoded,
+        blocks_gpu_decoded: a.blocks_gpu_decoded - b.blocks_gpu_decoded,
+        blocks_copied: a.blocks_copied - b.blocks_copied,
+        read_ns: a.read_ns - b.read_ns,
+        cpu_decode_ns: a.cpu_decode_ns - b.cpu_decode_ns,
+        gpu_ns: a.gpu_ns - b.gpu_ns,
+        gpu_submits: a.gpu_submits - b.gpu_submits,
+        gpu_dispatches: a.gpu_dispatches - b.gpu_dispatches,
+        gpu_commands: a.gpu_commands - b.gpu_commands,
+        texture_copies: a.texture_copies - b.texture_copies,
+        ..Default::default()
+    }
+}
+
+/// The host-side figures of one case and staging size over the timed
+/// passes. `None` where the case has nothing to count (no GPU work).
+#[derive(Serialize, Clone, Debug, Default)]
+pub struct HostSide {
+    /// Whole-process CPU seconds (getrusage user + system) per GB delivered.
+    pub cpu_s_per_gb: f64,
+    /// Seconds the runtime's submission thread was busy per GB delivered
+    /// (`Runtime::submit_thread_busy`: wall time while busy).
+    pub submit_busy_s_per_gb: f64,
+    /// CPU seconds the submission thread ran per GB delivered (schedstat).
+    pub submit_cpu_s_per_gb: Option<f64>,
+    /// (GPU-decoded + GPU-copied blocks) / compute dispatches.
+    pub blocks_per_dispatch: Option<f64>,
+    /// GPU commands recorded per MiB delivered.
+    pub gpu_commands_per_mib: Option<f64>,
+    /// `copy_buffer_to_texture` commands per texture mip per pass (bench
+    /// submits each pass once; see `submits_per_pass`).
+    pub texture_copies_per_mip: Option<f64>,
+    /// GPU queue submissions per pass.
+    pub gpu_submits_per_pass: f64,
+    /// Queue submits (explicit and automatic) per pass.
+    pub submits_per_pass: f64,
+    /// Host bytes copied per byte delivered.
+    pub copies_per_byte: f64,
+}
+
+/// What one pass is, for [`host_side`].
+pub(super) struct PassShape {
+    /// Uncompressed bytes delivered per pass.
+    pub delivered: u64,
+    /// Texture mips written per pass.
+    pub texture_mips: u64,
+    /// Timed passes.
+    pub passes: u32,
+}
+
+/// Derives [`HostSide`] from the counters' growth `d` over the timed
+/// passes, the process CPU seconds `cpu` and the submission thread's busy
+/// time `busy` (and CPU time `busy_cpu`) over the same passes.
+pub(super) fn host_side(
+    d: &QueueStats,
+    cpu: f64,
+    busy: Duration,
+    busy_cpu: Option<Duration>,
+    shape: &PassShape,
+) -> HostSide {
+    let passes = shape.passes.max(1) as f64;
+    let bytes = shape.delivered as f64 * passes;
+    let gb = (bytes / 1e9).max(1e-12);
+    let mib = (bytes / (1u64 << 20) as f64).max(1e-12);
+    let gpu_work = d.gpu_dispatches > 0 || d.gpu_commands > 0;
+    HostSide {
+        cpu_s_per_gb: cpu / gb,
+        submit_busy_s_per_gb: busy.as_secs_f64() / gb,
+        submit_cpu_s_per_gb: busy_cpu.map(|c| c.as_secs_f64() / gb),
+        blocks_per_dispatch: (d.gpu_dispatches > 0)
+            .then(|| (d.blocks_gpu_decoded + d.blocks_copied) as f64 / d.gpu_dispatches as f64),
+        gpu_commands_per_mib: gpu_work.then(|| d.gpu_commands as f64 / mib),
+        texture_copies_per_mip: (shape.texture_mips > 0 && gpu_work)
+            .then(|| d.texture_copies as f64 / (shape.texture_mips as f64 * passes)),
+        gpu_submits_per_pass: d.gpu_submits as f64 / passes,
+        submits_per_pass: d.submits as f64 / passes,
+        copies_per_byte: d.bytes_host_copied as f64 / bytes.max(1.0),
+    }
+}
+
+/// One of issue #10's targets, read against a row.
+#[derive(Serialize, Clone, Debug)]
+pub struct TargetCheck {
+    /// The figure.
+    pub metric: String,
+    /// The target, in words ("<= 0.35").
+    pub target: String,
+    /// The measured value.
+    pub value: f64,
+    /// Whether the value meets the target.
+    pub met: bool,
+}
+
+/// The setting a row was measured in, for [`targets`].
+pub(super) struct Setting {
+    /// The adapter is wgpu's noop backend.
+    pub noop: bool,
+    /// Destinations are host memory.
+    pub memory: bool,
+}
+
+/// Issue #10's targets that apply to `case` at `staging_mib` in `setting`.
+pub(super) fn targets(
+    case: &str,
+    staging_mib: u64,
+    h: &HostSide,
+    ratio_to_baseline: f64,
+    setting: &Setting,
+) -> Vec<TargetCheck> {
+    let at_most = |metric: &str, limit: f64, value: f64| TargetCheck {
+        metric: metric.into(),
+        target: format!("<= {limit}"),
+        value,
+        met: value <= limit,
+    };
+    let at_least = |metric: &str, limit: f64, value: f64| TargetCheck {
+        metric: metric.into(),
+        target: format!(">= {limit}"),
+        value,
+        met: value >= limit,
+    };
+    let mut t = Vec::new();
+    match case {
+        "gpu-lz4" if setting.noop => {
+            t.push(at_most("CPU s/GB", 0.35, h.cpu_s_per_gb));
+            t.push(at_most("submit s/GB", 0.02, h.submit_busy_s_per_gb));
+            if staging_mib >= 256 {
+                t.push(at_least(
+                    "blocks/dispatch",
+                    4096.0,
+                    h.blocks_per_dispatch.unwrap_or(0.0),
+                ));
+            }
+            if let Some(v) = h.texture_copies_per_mip {
+                t.push(at_most("tex copies/mip/submit", 1.0, v));
+            }
+        }
+        "none" if setting.noop => t.push(at_most("host copies/byte", 0.0, h.copies_per_byte)),
+        "none" if !setting.memory => t.push(at_least("ours/baseline", 0.9, ratio_to_baseline)),
+        "cpu-lz4" if setting.memory => t.push(at_least("ours/baseline", 1.0, ratio_to_baseline)),
+        _ => {}
+    }
+    t
+}

@@ -1,0 +1,513 @@
+//! `gpustream bench`: the main job, modelled on DirectStorage's
+//! GpuDecompressionBenchmark. It streams every asset of a pack through the
+//! runtime, per case (how blocks are stored and decoded) and per staging
+//! size, and prints bandwidth and the host side's cost beside a baseline
+//! measured in the same run.
+//!
+//! - [`adapter`]: which wgpu adapter (or none), and why;
+//! - [`cases`]: the pack variant per codec, the requests and destinations;
+//! - [`baselines`]: the hand-written loop and the `write_buffer` loop;
+//! - [`metrics`]: CPU time, submission-thread time, per-dispatch and
+//!   per-MiB counts, and issue #10's targets;
+//! - [`report`]: the rows, tables, JSON and plot.
+
+mod adapter;
+mod baselines;
+mod cases;
+mod metrics;
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use gpustream::codec::Codec;
+use gpustream::completion::Fence;
+use gpustream::gpu::GpuContext;
+use gpustream::io::{IoConfig, OpenMode};
+use gpustream::pack::Pack;
+use gpustream::runtime::{QueueConfig, RequestError, Runtime, RuntimeConfig};
+
+use report::{BenchReport, BenchRow};
+
+use super::CliResult;
+use baselines::Baseline;
+use cases::Targets;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Arguments of `gpustream bench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The pack to stream (default: the demo pack, built under target/ on first use).
+    #[arg(long)]
+    pack: Option<PathBuf>,
+    /// Staging sizes in MiB, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    staging: Option<Vec<u64>>,
+    /// Cases: none, cpu-lz4, cpu-zstd, gpu-lz4 (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    cases: Option<Vec<String>>,
+    /// Keep the next batch queued before waiting on the current one.
+    #[arg(long)]
+    sustained: bool,
+    /// Timed passes per case and staging size (after one warm-up).
+    #[arg(long)]
+    iters: Option<u32>,
+    /// Read through the page cache instead of O_DIRECT (runtime and
+    /// baseline alike).
+    #[arg(long)]
+    buffered: bool,
+    /// The wgpu adapter: `noop` (wgpu's noop backend: the whole host side
+    /// runs, shaders do not), a backend (`vulkan`, `gl`, ...), or part of
+    /// an adapter's name. Default: the best adapter wgpu offers.
+    #[arg(long)]
+    adapter: Option<String>,
+    /// Skip checksums: the runtime's `verify_gpu_checksums` is off and the
+    /// hand-written baseline skips crc32c.
+    #[arg(long)]
+    no_verify: bool,
+    /// Deliver into host memory even where a GPU exists (CPU cases only).
+    #[arg(long)]
+    memory: bool,
+    /// Capture a trace of every run to `<TRACE>.<case>.<staging>MiB`
+    /// (compare the figures with and without to see its cost).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write a PNG plot of bandwidth against staging size per case.
+    #[arg(long)]
+    plot: Option<PathBuf>,
+    /// A short run: a small slice of the pack, one staging size, two iterations.
+    #[arg(long)]
+    quick: bool,
+    /// Size of the demo pack to build, in MiB of uncompressed data
+    /// (default 128, or 64 with --quick).
+    #[arg(long)]
+    demo_mib: Option<u64>,
+}
+
+/// What every row of one run shares.
+struct Plan {
+    ctx: Option<GpuContext>,
+    noop: bool,
+    iters: u32,
+    threads: usize,
+    buffered: bool,
+    sustained: bool,
+    verify: bool,
+    trace: Option<PathBuf>,
+    progress: indicatif::ProgressBar,
+}
+
+/// Runs `gpustream bench`.
+pub fn run(args: Args) -> CliResult {
+    let quick = args.quick;
+    let iters = args.iters.unwrap_or(if quick { 2 } else { 3 }).max(1);
+    let staging =
+        args.staging
+            .clone()
+            .unwrap_or_else(|| if quick { vec![32] } else { vec![16, 64, 256] });
+    let mut notes = Vec::new();
+    let (ctx, adapter_reason) = if args.memory {
+        if args.adapter.is_some() {
+            return Err("--memory and --adapter exclude each other".into());
+        }
+        (
+            None,
+            "--memory: every case delivers into host memory".into(),
+        )
+    } else {
+        match adapter::open_adapter(args.adapter.as_deref()) {
+            Ok((c, why)) => (Some(c), why),
+            // Asked for by name: not finding it is an error, not a fallback.
+            Err(e) if args.adapter.is_some() => return Err(e.into()),
+            Err(e) => {
+                notes.push("no GPU adapter: CPU cases only, into host memory".to_string());
+                (None, e)
+            }
+        }
+    };
+    let noop = ctx.as_ref().is_some_and(adapter::is_noop);
+    if noop {
+        notes.push(
+            "noop adapter: buffers are created, mapped and copied, shaders do not run and textures store nothing; \
+             GB/s and CPU figures measure the host side only"
+                .into(),
+        );
+    }
+    if args.no_verify {
+        notes.push(
+            "--no-verify: the runtime skips crc32c on stored blocks bound for the GPU (verify_gpu_checksums = false); \
+             its CPU decode path checks every block regardless; the baseline checks none"
+                .into(),
+        );
+    }
+    let all_cases = ["none", "cpu-lz4", "cpu-zstd", "gpu-lz4"];
+    let cases: Vec<String> = args
+        .cases
+        .clone()
+        .unwrap_or_else(|| all_cases.iter().map(|s| s.to_string()).collect());
+    for c in &cases {
+        if !all_cases.contains(&c.as_str()) {
+            return Err(
+                format!("unknown case '{c}' (expected none, cpu-lz4, cpu-zstd, gpu-lz4)").into(),
+            );
+        }
+    }
+    let src = match &args.pack {
+        Some(p) => p.clone(),
+        None => {
+            let mib = args.demo_mib.unwrap_or(if quick { 64 } else { 128 });
+            let path = Path::new("target").join(format!("gpustream-demo-{mib}MiB.gspk"));
+            gpustream::pack::demo::ensure_demo_pack(
+                &path,
+                gpustream::pack::demo::DemoConfig {
+                    size_bytes: mib << 20,
+                    ..Default::default()
+                },
+                true,
+            )?
+        }
+    };
+    let limit = if quick { 48 << 20 } else { u64::MAX };
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2);
+    let passes = cases.len() as u64 * (staging.len() as u64 + 1) * (iters as u64 + 1);
+    let progress = indicatif::ProgressBar::new(passes);
+    progress.set_style(
+        indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} passes  {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    let plan = Plan {
+        ctx,
+        noop,
+        iters,
+        threads,
+        buffered: args.buffered,
+        sustained: args.sustained,
+        verify: !args.no_verify,
+        trace: args.trace.clone(),
+        progress,
+    };
+    let mut rows = Vec::new();
+    let mut io_backend = String::new();
+    let mut bypassed = false;
+    for case in &cases {
+        if case == "gpu-lz4" && plan.ctx.is_none() {
+            notes.push("gpu-lz4 skipped: no GPU adapter".into());
+            plan.progress
+                .inc((staging.len() as u64 + 1) * (iters as u64 + 1));
+            continue;
+        }
+        let codec = match case.as_str() {
+            "none" => Codec::None,
+            "cpu-zstd" => Codec::Zstd,
+            _ => Codec::Lz4,
+        };
+        // lavapipe and other software adapters run the decoder at tens of
+        // MB/s: a smaller slice keeps the default run short there. (The noop
+        // adapter is a Cpu device too, but runs no shader.)
+        let soft = !noop
+            && plan
+                .ctx
+                .as_ref()
+                .is_some_and(|c| c.adapter.get_info().device_type == wgpu::DeviceType::Cpu);
+        let limit = if case == "gpu-lz4" && soft {
+            notes.push("software adapter: gpu-lz4 streams a 16 MiB slice per pass".into());
+            limit.min(16 << 20)
+        } else {
+            limit
+        };
+        let path = plan.progress.suspend(|| cases::variant(&src, codec))?;
+        let pack = Pack::open(&path)?;
+        let mut case_rows = Vec::new();
+        for &mib in &staging {
+            plan.progress.set_message(format!("{case} at {mib} MiB"));
+            let (row, info) = measure(&plan, case, mib, &path, limit)?;
+            io_backend = info.io_backend;
+            bypassed = info.direct;
+            case_rows.push(row);
+        }
+        plan.progress.set_message(format!("{case} baseline"));
+        let base = baseline(&plan, case, &pack, limit, bypassed)?;
+        if base.bytes != case_rows[0].bytes_delivered && case != "none" {
+            notes.push(format!(
+                "{case}: the baseline produces {} bytes per pass, the runtime delivers {}",
+                base.bytes, case_rows[0].bytes_delivered
+            ));
+        }
+        let setting = metrics::Setting {
+            noop,
+            memory: plan.ctx.is_none(),
+        };
+        for mut row in case_rows {
+            row.baseline_gbps = base.gbps;
+            row.baseline_cpu_s_per_gb = base.cpu_s_per_gb;
+            row.baseline = base.what.clone();
+            row.ratio_to_baseline = row.delivered_gbps / base.gbps.max(1e-12);
+            row.targets = metrics::targets(
+                case,
+                row.staging_mib,
+                &row.host,
+                row.ratio_to_baseline,
+                &setting,
+            );
+            rows.push(row);
+        }
+    }
+    plan.progress.finish_and_clear();
+    let report = BenchReport {
+        date: super::utc_now(),
+        adapter: plan
+            .ctx
+            .as_ref()
+            .map(|c| c.describe())
+            .unwrap_or_else(|| "none".into()),
+        adapter_reason,
+        noop,
+        io_backend,
+        page_cache_bypassed: bypassed,
+        verify: plan.verify,
+        pack: src.display().to_string(),
+        cpu_threads: threads,
+        sustained: args.sustained,
+        iters,
+        rows,
+        notes,
+    };
+    report::print(&report);
+    if let Some(p) = &args.json {
+        gpustream::report::json::write_json(p, &report)?;
+        println!("wrote {}", p.display());
+    }
+    if let Some(p) = &args.plot {
+        report::plot(&report, p)?;
+        println!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// The baseline of a case: the `write_buffer` loop for stored blocks into a
+/// GPU, the hand-written loop otherwise.
+fn baseline(
+    plan: &Plan,
+    case: &str,
+    pack: &Pack,
+    limit: u64,
+    direct: bool,
+) -> Result<Baseline, BoxError> {
+    let tick = || plan.progress.inc(1);
+    match &plan.ctx {
+        Some(ctx) if case == "none" => Ok(baselines::write_buffer_loop(
+            pack, ctx, limit, plan.iters, tick,
+        )?),
+        ctx => {
+            let bc = ctx.as_ref().is_none_or(|c| {
+                c.device
+                    .features()
+                    .contains(wgpu::Features::TEXTURE_COMPRESSION_BC)
+            });
+            let layout = cases::host_layout(pack, limit, bc);
+            let cfg = baselines::LoopConfig {
+                threads: plan.threads,
+                direct,
+                verify: plan.verify,
+                iters: plan.iters,
+            };
+            Ok(baselines::hand_loop(pack, &layout, &cfg, tick)?)
+        }
+    }
+}
+
+/// What a measured row learnt about the runtime's I/O.
+struct RunInfo {
+    io_backend: String,
+    direct: bool,
+}
+
+/// Streams one case at one staging size: a warm-up pass, then the timed
+/// passes; the baseline fields are filled in by the caller.
+fn measure(
+    plan: &Plan,
+    case: &str,
+    mib: u64,
+    path: &Path,
+    limit: u64,
+) -> Result<(BenchRow, RunInfo), BoxError> {
+    let iters = plan.iters;
+    let cfg = RuntimeConfig {
+        staging_size: mib << 20,
+        gpu_decompression: case == "gpu-lz4",
+        verify_gpu_checksums: plan.verify,
+        cpu_threads: plan.threads,
+        open_mode: if plan.buffered {
+            OpenMode::Buffered
+        } else {
+            OpenMode::Auto
+        },
+        io: IoConfig::default(),
+        trace: plan.trace.as_ref().map(|t| {
+            let mut p = t.clone().into_os_string();
+            p.push(format!(".{case}.{mib}MiB"));
+            PathBuf::from(p)
+        }),
+        ..Default::default()
+    };
+    let ctx = plan.ctx.as_ref();
+    let rt = match ctx {
+        Some(c) => Runtime::new(&c.device, &c.queue, cfg)?,
+        None => Runtime::without_gpu(cfg)?,
+    };
+    let pf = rt.open_pack(path)?;
+    let pack = pf.pack();
+    let stored: u64 = pack.blocks().iter().map(|b| b.stored_size as u64).sum();
+    let raw: u64 = pack.blocks().iter().map(|b| b.size as u64).sum();
+    // Two destination sets, so sustained mode can queue one while the
+    // other is in flight.
+    let sets = [
+        cases::build_targets(&pf, ctx, limit),
+        cases::build_targets(&pf, ctx, limit),
+    ];
+    let delivered = sets[0].delivered;
+    let q = rt.create_queue(QueueConfig {
+        capacity: 8192,
+        ..Default::default()
+    });
+    let fence = Fence::new();
+    let mut value = 0u64;
+    let mut times = Vec::new();
+    let enqueue_all = |set: &Targets, value: &mut u64| -> Result<u64, BoxError> {
+        for r in &set.requests {
+            q.enqueue(r.clone())?;
+        }
+        *value += 1;
+        q.enqueue_signal(&fence, *value);
+        q.submit();
+        Ok(*value)
+    };
+    // Warm-up (also fills the page cache for buffered runs).
+    let v = enqueue_all(&sets[0], &mut value)?;
+    fence.wait(v);
+    plan.progress.inc(1);
+    let warm = q.stats();
+    let busy0 = rt.submit_thread_busy();
+    let busy_cpu0 = metrics::submit_thread_cpu();
+    let cpu0 = metrics::cpu_seconds();
+    if plan.sustained {
+        let mut prev = enqueue_all(&sets[1], &mut value)?;
+        let mut t_prev = Instant::now();
+        for i in 0..iters {
+            let next = if i + 1 < iters {
+                Some(enqueue_all(&sets[(i as usize) % 2], &mut value)?)
+            } else {
+                None
+            };
+            fence.wait(prev);
+            times.push(t_prev.elapsed());
+            plan.progress.inc(1);
+            t_prev = Instant::now();
+            if let Some(n) = next {
+                prev = n;
+            }
+        }
+    } else {
+        for i in 0..iters {
+            let t0 = Instant::now();
+            let v = enqueue_all(&sets[(i as usize) % 2], &mut value)?;
+            fence.wait(v);
+            times.push(t0.elapsed());
+            plan.progress.inc(1);
+        }
+    }
+    let cpu = metrics::cpu_seconds() - cpu0;
+    let busy = rt.submit_thread_busy().saturating_sub(busy0);
+    let busy_cpu = metrics::submit_thread_cpu()
+        .zip(busy_cpu0)
+        .map(|(b, a)| b.saturating_sub(a));
+    let st = q.stats();
+    let d = metrics::diff(&st, &warm);
+    let noop_decode_not_run = noop_failures(plan, case, &q.error_record(), &d)?;
+    let per_iter = |x: u64| x as f64 / iters as f64;
+    let median = metrics::median(&mut times);
+    let delivered_gbps = delivered as f64 / median / 1e9;
+    let read_per_iter = per_iter(d.bytes_read);
+    let host = metrics::host_side(
+        &d,
+        cpu,
+        busy,
+        busy_cpu,
+        &metrics::PassShape {
+            delivered,
+            texture_mips: sets[0].texture_mips,
+            passes: iters,
+        },
+    );
+    let delivered_as = if noop_decode_not_run > 0 {
+        format!(
+            "noop: {noop_decode_not_run} of {} requests/pass had their GPU decode treated as done",
+            sets[0].requests.len()
+        )
+    } else if plan.noop {
+        "noop: recorded and submitted, nothing stored".into()
+    } else {
+        "delivered".into()
+    };
+    let row = BenchRow {
+        case: case.to_string(),
+        staging_mib: mib,
+        bytes_delivered: delivered,
+        bytes_read: read_per_iter as u64,
+        ratio: raw as f64 / stored.max(1) as f64,
+        delivered_gbps,
+        read_gbps: read_per_iter / median / 1e9,
+        cpu_s_per_gb: host.cpu_s_per_gb,
+        requests_per_submit: d.requests as f64 / d.submits.max(1) as f64,
+        latency_p50_us: st.latency.quantile_us(0.5),
+        latency_p99_us: st.latency.quantile_us(0.99),
+        copies_per_byte: host.copies_per_byte,
+        baseline_gbps: 0.0,
+        baseline_cpu_s_per_gb: 0.0,
+        baseline: String::new(),
+        ratio_to_baseline: 0.0,
+        stage_read_s: per_iter(d.read_ns) / 1e9,
+        stage_cpu_decode_s: per_iter(d.cpu_decode_ns) / 1e9,
+        stage_gpu_s: per_iter(d.gpu_ns) / 1e9,
+        host,
+        noop_decode_not_run,
+        delivered_as,
+        targets: Vec::new(),
+    };
+    let info = RunInfo {
+        io_backend: rt.io_backend(),
+        direct: pf.is_direct(),
+    };
+    Ok((row, info))
+}
+
+/// Failed requests are an error, except on the noop adapter where a GPU
+/// decode that never ran (status NotRun) is what shaders that do not run
+/// leave behind: those count as delivered, and their number per pass is
+/// returned so the report can say so.
+fn noop_failures(
+    plan: &Plan,
+    case: &str,
+    rec: &gpustream::completion::ErrorRecord,
+    d: &gpustream::runtime::QueueStats,
+) -> Result<u64, BoxError> {
+    let Some(first) = &rec.first_failure else {
+        return Ok(0);
+    };
+    let not_run =
+        matches!(&*first.error, RequestError::GpuDecode { reason, .. } if reason == "NotRun");
+    if plan.noop && not_run && d.completed + d.failed == d.requests {
+        return Ok(d.failed / plan.iters.max(1) as u64);
+    }
+    Err(format!(
+        "{case}: {} requests failed; first: {first}",
+        rec.failure_count
+    )
+    .into())
+}
