@@ -211,7 +211,11 @@ impl Dispatcher {
         g.ring.seal_open();
         let mut done = Vec::new();
         g.take_ready_chunks(&self.jobs, &mut done);
-        if g.has_open() && !g.ring.filling() {
+        // Flush once nothing more is on its way to the batch: no part waits
+        // (parts waiting for staging get it back as soon as the chunks
+        // already copied are remapped, whatever the batch is doing) and no
+        // chunk is still filling.
+        if g.has_open() && !g.ring.filling() && self.schedule.is_empty() {
             g.flush(&self.jobs, &mut done);
         }
         self.jobs.staging_peak = self.jobs.staging_peak.max(g.ring.in_use());

@@ -19,6 +19,8 @@
 //! the other is on the GPU.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam::channel::Sender;
@@ -148,6 +150,8 @@ pub(crate) struct GpuBatcher {
     /// wgpu's noop backend runs no shaders: status words are preset to OK
     /// there, so the host side can be measured with the decode "done".
     noop: bool,
+    /// Time spent inside `Queue::submit`, for the stats.
+    submit_ns: Arc<AtomicU64>,
 }
 
 /// A part the stage is done with, and how it ended.
@@ -164,6 +168,7 @@ impl GpuBatcher {
         lz4: Option<Lz4DecodePipeline>,
         verify: bool,
         events: Sender<GpuEvent>,
+        submit_ns: Arc<AtomicU64>,
     ) -> std::io::Result<GpuBatcher> {
         let poller = GpuPoller::spawn(device.clone())?;
         let stored = StoredCopyPipeline::new(&device);
@@ -187,6 +192,7 @@ impl GpuBatcher {
             in_flight: HashMap::new(),
             caps,
             noop,
+            submit_ns,
         })
     }
 
@@ -285,12 +291,21 @@ impl GpuBatcher {
         }
         let owed = self.poller.owe();
         let tx = self.events.clone();
-        let index = self.queue.submit([enc.finish()]);
+        let index = self.submit(enc);
         self.queue.on_submitted_work_done(move || {
             let _ = tx.send(GpuEvent::ChunksCopied(chunks));
             owed.paid();
         });
         self.poller.submitted(index);
+    }
+
+    fn submit(&self, enc: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
+        let buf = enc.finish();
+        let t0 = Instant::now();
+        let index = self.queue.submit([buf]);
+        self.submit_ns
+            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        index
     }
 
     /// Records and submits the open batch. Parts of cancelled requests end
@@ -458,6 +473,8 @@ impl GpuBatcher {
                     st.gpu_submits += 1;
                     st.gpu_commands += commands;
                     st.gpu_dispatches += dispatches;
+                    st.lz4_dispatches += (counts[0] > 0) as u64;
+                    st.copy_dispatches += (counts[1] > 0) as u64;
                     st.texture_copies += texture_copies;
                     st.blocks_gpu_decoded += counts[0] as u64;
                     st.blocks_copied += counts[1] as u64;
@@ -474,7 +491,7 @@ impl GpuBatcher {
         );
         let owed = self.poller.owe();
         let tx = self.events.clone();
-        let index = self.queue.submit([enc.finish()]);
+        let index = self.submit(enc);
         self.queue.on_submitted_work_done(move || {
             let _ = tx.send(GpuEvent::BatchDone(r));
             owed.paid();

@@ -172,6 +172,8 @@ pub(crate) struct RuntimeShared {
     /// Nanoseconds the submission (dispatcher) thread spent working, not
     /// waiting for something to do.
     pub submit_busy_ns: AtomicU64,
+    /// Nanoseconds of that spent inside wgpu's `Queue::submit`.
+    pub wgpu_submit_ns: Arc<AtomicU64>,
 }
 
 /// The runtime (DirectStorage's factory): the I/O engine, the staging
@@ -227,6 +229,7 @@ impl Runtime {
             .unwrap_or((config.staging_size / 4).min(8 << 20))
             .max(128 << 10);
         let (gpu_tx, gpu_rx) = crossbeam::channel::unbounded();
+        let wgpu_submit_ns = Arc::new(AtomicU64::new(0));
         let gpu_parts = match gpu {
             Some((device, queue)) => {
                 let caps = gpu_batch::BatchCaps::new(&device, config.staging_size, chunk);
@@ -251,6 +254,7 @@ impl Runtime {
                     lz4,
                     config.verify_gpu_checksums,
                     gpu_tx,
+                    wgpu_submit_ns.clone(),
                 )
                 .map_err(|e| RuntimeError::Thread("GPU poll", e))?;
                 Some(batcher)
@@ -273,6 +277,7 @@ impl Runtime {
             next_queue: std::sync::atomic::AtomicU32::new(0),
             trace,
             submit_busy_ns: AtomicU64::new(0),
+            wgpu_submit_ns,
         });
         let d = dispatcher::Dispatcher::new(
             shared.clone(),
@@ -332,6 +337,17 @@ impl Runtime {
         std::time::Duration::from_nanos(
             self.shared
                 .submit_busy_ns
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// The part of [`Self::submit_thread_busy`] spent inside wgpu's
+    /// `Queue::submit`. On wgpu's noop backend that includes executing the
+    /// recorded copies as host `memcpy`s, work a real GPU does by DMA.
+    pub fn wgpu_submit_time(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(
+            self.shared
+                .wgpu_submit_ns
                 .load(std::sync::atomic::Ordering::Relaxed),
         )
     }

@@ -25,6 +25,11 @@ impl Schedule {
         self.waiting[prio.min(PRIORITIES - 1)].push_front(part);
     }
 
+    /// Whether no part waits.
+    pub fn is_empty(&self) -> bool {
+        self.waiting.iter().all(|w| w.is_empty())
+    }
+
     /// The next part to place: highest priority first, but every 8th pick
     /// goes to the highest-priority *lower* level that has work, so a stream
     /// of realtime requests cannot starve the rest.

@@ -41,9 +41,14 @@ pub struct QueueStats {
     /// GPU submissions made for this queue's data.
     pub gpu_submits: u64,
     /// Compute dispatches (LZ4 decode, stored-block copies, checksums)
-    /// recorded for this queue's data: blocks per dispatch is
-    /// `(blocks_gpu_decoded + blocks_copied) / gpu_dispatches`.
+    /// recorded for this queue's data.
     pub gpu_dispatches: u64,
+    /// LZ4 decode dispatches among them: `blocks_gpu_decoded /
+    /// lz4_dispatches` is the blocks one decode dispatch puts in flight.
+    pub lz4_dispatches: u64,
+    /// Stored-copy dispatches among them (stored blocks and CPU-decoded
+    /// bytes bound for GPU destinations).
+    pub copy_dispatches: u64,
     /// GPU commands recorded (buffer and texture copies, clears, dispatches)
     /// for this queue's data: divide by delivered MiB for commands per MiB.
     pub gpu_commands: u64,

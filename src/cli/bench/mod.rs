@@ -11,7 +11,6 @@
 //!   per-MiB counts, and issue #10's targets;
 //! - [`report`]: the rows, tables, JSON and plot.
 
-mod adapter;
 mod baselines;
 mod cases;
 mod metrics;
@@ -119,17 +118,22 @@ pub fn run(args: Args) -> CliResult {
             "--memory: every case delivers into host memory".into(),
         )
     } else {
-        match adapter::open_adapter(args.adapter.as_deref()) {
-            Ok((c, why)) => (Some(c), why),
+        match gpustream::gpu::open_device_for(args.adapter.as_deref()) {
+            Ok(c) => {
+                let why = c.reason.clone();
+                (Some(c), why)
+            }
             // Asked for by name: not finding it is an error, not a fallback.
-            Err(e) if args.adapter.is_some() => return Err(e.into()),
+            Err(e) if args.adapter.is_some() => return Err(e.to_string().into()),
             Err(e) => {
                 notes.push("no GPU adapter: CPU cases only, into host memory".to_string());
-                (None, e)
+                (None, e.to_string())
             }
         }
     };
-    let noop = ctx.as_ref().is_some_and(adapter::is_noop);
+    let noop = ctx
+        .as_ref()
+        .is_some_and(|c| c.adapter.get_info().backend == wgpu::Backend::Noop);
     if noop {
         notes.push(
             "noop adapter: buffers are created, mapped and copied, shaders do not run and textures store nothing; \
