@@ -3,5 +3,7 @@
 //! document in Rust what the shaders do.
 
 pub mod lz4_decode;
+pub mod lz4_decode_v2;
 
 pub use lz4_decode::{decode_block, lz4_decode};
+pub use lz4_decode_v2::{lz4_decode_v2, lz4_decode_v2_counted, Lz4DecodeCounts};
