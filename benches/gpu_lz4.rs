@@ -24,10 +24,13 @@
 //! - `--batches 64,256,1024` (default 1024,2048,4096,8192,16384)
 //! - `--corpora demo,bc7,binary` (default all three)
 //! - `--runs N` timed runs per batch, median reported (default 5)
-//! - `--demo-size 256MiB` uncompressed size of the demo pack (default
-//!   1 GiB: 16,384 blocks), `--demo-pack PATH` where it is built or reused
+//! - `--demo-size 256MiB` uncompressed size of the demo pack (default 1.5x
+//!   the biggest batch, as about a quarter of its blocks are stored raw), `--demo-pack PATH` where it is built or reused
 //!   (default target/gpustream-demo-bench.gspk)
 //! - `--json FILE` also writes every row as JSON.
+//! - `--subblock-ratio`: no GPU; measures what cutting every 64 KiB block
+//!   into independent 16 KiB LZ4 blocks costs in compression ratio, on the
+//!   demo pack (default 256 MiB) and its BC7 textures, and exits.
 //!
 //! The environment variables `GPUSTREAM_BENCH_RUNS`, `GPUSTREAM_BENCH_BATCHES`
 //! and `GPUSTREAM_BENCH_PATH` of earlier versions still work.
@@ -35,7 +38,7 @@
 use gpustream::decode::gpu::{read_buffer, Lz4Batch, Lz4DecodePath, Lz4DecodePipeline, Lz4Status};
 use gpustream::gpu::{open_device, GpuContext};
 use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
-use gpustream::pack::{AssetKind, BlockId, Pack, TextureFormat};
+use gpustream::pack::{AssetKind, BlockId, Pack, TextureFormat, STORE_RAW_UNLESS_SAVES_DIVISOR};
 use gpustream::Codec;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -88,53 +91,143 @@ fn binary_corpus(n: usize) -> Corpus {
     }
 }
 
-/// The demo pack's LZ4 blocks: all of them, and the BC7 texture ones.
-fn pack_corpora(path: &str, size: u64, limit: usize) -> (Corpus, Corpus) {
+/// Opens (building it first if needed) the demo pack of `size` bytes.
+fn demo_pack(path: &str, size: u64) -> Pack {
     let config = DemoConfig {
         size_bytes: size,
         ..DemoConfig::default()
     };
     let t = Instant::now();
     let path = ensure_demo_pack(path, config, false).expect("build the demo pack");
-    let pack = Pack::open(&path).expect("open the demo pack");
     eprintln!(
         "# demo pack {} ({} MiB) ready in {:.1} s",
         path.display(),
         size >> 20,
         t.elapsed().as_secs_f64()
     );
+    Pack::open(&path).expect("open the demo pack")
+}
+
+/// Every block of the pack, decoded: (is it a BC7 texture's, the pack's
+/// codec for it, its bytes, its stored bytes), up to `limit` blocks each of
+/// the LZ4 and BC7 kinds.
+fn pack_blocks(pack: &Pack, limit: usize) -> Vec<(bool, Codec, Vec<u8>, Vec<u8>)> {
     let file = pack.open_file().expect("open the demo pack");
-    let (mut all, mut bc7) = (Vec::new(), Vec::new());
+    let (mut lz4, mut bc7) = (0, 0);
+    let mut blocks = Vec::new();
     let mut stored = Vec::new();
     for asset in pack.assets() {
         let is_bc7 = asset.kind == AssetKind::Texture
-            && asset.texture.is_some_and(|t| {
-                matches!(t.format, TextureFormat::Bc7Srgb | TextureFormat::Bc7)
-            });
+            && asset
+                .texture
+                .is_some_and(|t| matches!(t.format, TextureFormat::Bc7Srgb | TextureFormat::Bc7));
         for i in asset.blocks.clone() {
-            let id = BlockId(i);
-            let b = *pack.block(id).expect("block of the pack");
-            if b.codec != Codec::Lz4 || (all.len() >= limit && (!is_bc7 || bc7.len() >= limit)) {
+            let b = *pack.block(BlockId(i)).expect("block of the pack");
+            let wanted = (b.codec == Codec::Lz4 && lz4 < limit) || (is_bc7 && bc7 < limit);
+            if !wanted {
                 continue;
             }
+            lz4 += (b.codec == Codec::Lz4) as usize;
+            bc7 += is_bc7 as usize;
             let mut out = vec![0u8; b.size as usize];
-            pack.read_block(&file, id, &mut stored, &mut out)
+            pack.read_block(&file, BlockId(i), &mut stored, &mut out)
                 .expect("the demo pack decodes");
-            if is_bc7 && bc7.len() < limit {
-                bc7.push((out.clone(), stored.clone()));
-            }
-            if all.len() < limit {
-                all.push((out, stored.clone()));
-            }
+            blocks.push((is_bc7, b.codec, out, stored.clone()));
+        }
+    }
+    blocks
+}
+
+/// The demo pack's LZ4 blocks as the packer stored them, and the BC7
+/// texture blocks compressed with LZ4 whether or not the packer kept them
+/// raw (most BC7 tiles save less than the packer's 1/16 rule asks).
+fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus) {
+    let (mut demo, mut bc7) = (Vec::new(), Vec::new());
+    for (is_bc7, codec, data, stored) in pack_blocks(pack, limit) {
+        if is_bc7 && bc7.len() < limit {
+            let packed = if codec == Codec::Lz4 {
+                stored.clone()
+            } else {
+                lz4_flex::block::compress(&data)
+            };
+            bc7.push((data.clone(), packed));
+        }
+        if codec == Codec::Lz4 && demo.len() < limit {
+            demo.push((data, stored));
         }
     }
     (
         Corpus {
             name: "demo",
-            blocks: all,
+            blocks: demo,
         },
-        Corpus { name: "bc7", blocks: bc7 },
+        Corpus {
+            name: "bc7",
+            blocks: bc7,
+        },
     )
+}
+
+/// Stored bytes of `data` as the packer stores an LZ4 block: compressed
+/// unless that saves less than 1/16.
+fn stored_len(data: &[u8]) -> usize {
+    let packed = lz4_flex::block::compress(data).len();
+    if packed <= data.len() - data.len() / STORE_RAW_UNLESS_SAVES_DIVISOR {
+        packed
+    } else {
+        data.len()
+    }
+}
+
+/// The optional 16 KiB sub-block pack option, measured: the pack's size
+/// when every 64 KiB block is cut into independent LZ4 blocks of 16 KiB,
+/// against 64 KiB blocks, under the packer's store-raw rule, for the whole
+/// demo pack and for its BC7 textures.
+fn subblock_ratio(pack: &Pack) -> serde_json::Value {
+    let mut rows = Vec::new();
+    let blocks = pack_blocks_all(pack);
+    for (name, bc7_only) in [("demo", false), ("bc7", true)] {
+        let (mut raw, mut whole, mut split) = (0usize, 0usize, 0usize);
+        for (is_bc7, data) in &blocks {
+            if bc7_only && !is_bc7 {
+                continue;
+            }
+            raw += data.len();
+            whole += stored_len(data);
+            split += data.chunks(16 * 1024).map(stored_len).sum::<usize>();
+        }
+        let (r64, r16) = (raw as f64 / whole as f64, raw as f64 / split as f64);
+        let cost = (1.0 - r16 / r64) * 100.0;
+        println!(
+            "| {name} | {} | {r64:.4} | {r16:.4} | {cost:.2} % |",
+            raw >> 20
+        );
+        rows.push(serde_json::json!({
+            "corpus": name, "bytes": raw, "stored_64k": whole, "stored_16k": split,
+            "ratio_64k": r64, "ratio_16k": r16, "ratio_cost_percent": cost,
+        }));
+    }
+    serde_json::Value::Array(rows)
+}
+
+/// Every block of the pack, decoded, with whether it is a BC7 texture's.
+fn pack_blocks_all(pack: &Pack) -> Vec<(bool, Vec<u8>)> {
+    let file = pack.open_file().expect("open the demo pack");
+    let mut stored = Vec::new();
+    let mut out = Vec::new();
+    for asset in pack.assets() {
+        let is_bc7 = asset
+            .texture
+            .is_some_and(|t| matches!(t.format, TextureFormat::Bc7Srgb | TextureFormat::Bc7));
+        for i in asset.blocks.clone() {
+            let b = *pack.block(BlockId(i)).expect("block of the pack");
+            let mut data = vec![0u8; b.size as usize];
+            pack.read_block(&file, BlockId(i), &mut stored, &mut data)
+                .expect("the demo pack decodes");
+            out.push((is_bc7, data));
+        }
+    }
+    out
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -198,9 +291,10 @@ struct Options {
     batches: Vec<usize>,
     corpora: Vec<String>,
     runs: usize,
-    demo_size: u64,
+    demo_size: Option<u64>,
     demo_pack: String,
     json: Option<String>,
+    subblock_ratio: bool,
 }
 
 fn parse_size(s: &str) -> u64 {
@@ -230,9 +324,10 @@ fn options() -> Options {
         runs: env("GPUSTREAM_BENCH_RUNS")
             .and_then(|v| v.parse().ok())
             .unwrap_or(5),
-        demo_size: 1 << 30,
+        demo_size: None,
         demo_pack: "target/gpustream-demo-bench.gspk".into(),
         json: None,
+        subblock_ratio: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -257,7 +352,8 @@ fn options() -> Options {
             }
             "--corpora" => o.corpora = value().split(',').map(str::to_string).collect(),
             "--runs" => o.runs = value().parse().expect("--runs N"),
-            "--demo-size" => o.demo_size = parse_size(&value()),
+            "--demo-size" => o.demo_size = Some(parse_size(&value())),
+            "--subblock-ratio" => o.subblock_ratio = true,
             "--demo-pack" => o.demo_pack = value(),
             "--json" => o.json = Some(value()),
             // cargo bench passes --bench to harness = false targets.
@@ -298,6 +394,18 @@ fn timestamp_queries(ctx: &GpuContext) -> Option<Queries> {
 
 fn main() {
     let opts = options();
+    if opts.subblock_ratio {
+        // No GPU needed: the compression-ratio cost of 16 KiB sub-blocks.
+        let pack = demo_pack(&opts.demo_pack, opts.demo_size.unwrap_or(256 << 20));
+        println!("| corpus | MiB | ratio, 64 KiB blocks | ratio, 16 KiB sub-blocks | ratio cost |");
+        println!("| --- | --- | --- | --- | --- |");
+        let rows = subblock_ratio(&pack);
+        if let Some(path) = &opts.json {
+            std::fs::write(path, serde_json::to_string_pretty(&rows).unwrap())
+                .unwrap_or_else(|e| panic!("write {path}: {e}"));
+        }
+        return;
+    }
     let ctx = match open_device() {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -339,7 +447,12 @@ fn main() {
 
     let mut corpora = Vec::new();
     if opts.corpora.iter().any(|c| c == "demo" || c == "bc7") {
-        let (demo, bc7) = pack_corpora(&opts.demo_pack, opts.demo_size, biggest);
+        let pack = demo_pack(
+            &opts.demo_pack,
+            opts.demo_size
+                .unwrap_or(biggest as u64 * BLOCK as u64 * 3 / 2),
+        );
+        let (demo, bc7) = pack_corpora(&pack, biggest);
         for c in [demo, bc7] {
             if opts.corpora.iter().any(|n| n == c.name) {
                 corpora.push(c);
@@ -356,7 +469,10 @@ fn main() {
     for c in &corpora {
         for &n in &opts.batches {
             let skip = |why: String| {
-                println!("| {} | - | - | {n} | - | - | - | - | - | skipped: {why} | | | |", c.name);
+                println!(
+                    "| {} | - | - | {n} | - | - | - | - | - | skipped: {why} | | | |",
+                    c.name
+                );
             };
             if n > c.blocks.len() {
                 skip(format!("the corpus has {} distinct blocks", c.blocks.len()));
@@ -369,7 +485,10 @@ fn main() {
             }
             let out_bytes = batch.uncompressed_len();
             if out_bytes > max_binding || batch.compressed_len() > max_binding {
-                skip(format!("exceeds the {} MiB storage binding limit", max_binding >> 20));
+                skip(format!(
+                    "exceeds the {} MiB storage binding limit",
+                    max_binding >> 20
+                ));
                 continue;
             }
             let ratio = out_bytes as f64 / batch.compressed_len() as f64;

@@ -330,7 +330,13 @@ pub fn lz4_decode(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> u32
 
 /// The shader's `finish_block`: merges the last partial word (keeping the
 /// bytes past the block) when the status word says OK.
-pub(super) fn finish_block(output: &mut [u32], dst: Layout, dst_size: u32, word: u32, pending: u32) {
+pub(super) fn finish_block(
+    output: &mut [u32],
+    dst: Layout,
+    dst_size: u32,
+    word: u32,
+    pending: u32,
+) {
     if word & 0xff == status_code::OK && dst_size & 3 != 0 {
         let pw = phys_word(dst, dst_size >> 2) as usize;
         let mask = (1u32 << ((dst_size & 3) * 8)) - 1;

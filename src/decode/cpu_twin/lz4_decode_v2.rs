@@ -96,7 +96,12 @@ impl Window {
 /// [`MAX_WINDOW_WORDS`]; clamped), and returns the status word.
 ///
 /// Never panics and never writes outside the block's output range.
-pub fn lz4_decode_v2(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32], window_words: u32) -> u32 {
+pub fn lz4_decode_v2(
+    desc: &Lz4BlockDesc,
+    input: &[u32],
+    output: &mut [u32],
+    window_words: u32,
+) -> u32 {
     lz4_decode_v2_counted(desc, input, output, window_words).0
 }
 
@@ -294,7 +299,11 @@ mod tests {
                     }
                 }
                 2 => out.extend(std::iter::repeat_n((r >> 8) as u8, (r >> 16) as usize % 50)),
-                _ => out.extend(b"a window of header bytes".iter().take((r >> 8) as usize % 24)),
+                _ => out.extend(
+                    b"a window of header bytes"
+                        .iter()
+                        .take((r >> 8) as usize % 24),
+                ),
             }
         }
         out.truncate(len);
@@ -370,7 +379,10 @@ mod tests {
         let mut out = vec![0u32; src.len().div_ceil(4)];
         let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8);
         assert_eq!(word & 0xff, status_code::OK);
-        assert_eq!(&bytemuck::cast_slice::<u32, u8>(&out)[..src.len()], &src[..]);
+        assert_eq!(
+            &bytemuck::cast_slice::<u32, u8>(&out)[..src.len()],
+            &src[..]
+        );
         assert!(counts.barriers >= 1, "{counts:?}");
     }
 }

@@ -105,6 +105,24 @@ pub fn shader_source(path: Lz4DecodePath) -> String {
     source.replace(SUBGROUP_LANE_MARKER, lane_param)
 }
 
+/// The variant [`Lz4DecodePipeline::new`] builds for `device`: the subgroup
+/// path where the device has `Features::SUBGROUP`, the portable one
+/// otherwise; v2 on real GPUs (built for them: fewer barriers, no per-lane
+/// header re-reads), v1 on CPU adapters (lavapipe, llvmpipe), where v1
+/// measured 25-40% faster (docs/gpu-decode.md) because barriers cost a CPU
+/// driver little and v2's window bookkeeping is extra scalar work. The
+/// H200 run owed in docs/gpu-decode.md settles the GPU default.
+pub fn default_path(device: &wgpu::Device) -> Lz4DecodePath {
+    let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
+    let cpu = device.adapter_info().device_type == wgpu::DeviceType::Cpu;
+    match (subgroups, cpu) {
+        (true, false) => Lz4DecodePath::SubgroupV2,
+        (false, false) => Lz4DecodePath::PortableV2,
+        (true, true) => Lz4DecodePath::Subgroup,
+        (false, true) => Lz4DecodePath::Portable,
+    }
+}
+
 /// Why a pipeline could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -194,15 +212,10 @@ fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
 }
 
 impl Lz4DecodePipeline {
-    /// Builds the pipeline for `device`: v2 on the subgroup path when the
-    /// device has `Features::SUBGROUP`, v2 on the portable path otherwise.
+    /// Builds the pipeline for `device` with [`default_path`].
     pub fn new(device: &wgpu::Device) -> Self {
-        let path = if device.features().contains(wgpu::Features::SUBGROUP) {
-            Lz4DecodePath::SubgroupV2
-        } else {
-            Lz4DecodePath::PortableV2
-        };
-        Self::with_path(device, path).expect("the path was chosen from the device's features")
+        Self::with_path(device, default_path(device))
+            .expect("the path was chosen from the device's features")
     }
 
     /// Builds the pipeline for a given path (tests and benches use it to
@@ -225,10 +238,7 @@ impl Lz4DecodePipeline {
             (PORTABLE_WORKGROUP_SIZE, PORTABLE_WORKGROUP_SIZE)
         };
         // WIN exists only in the v2 modules.
-        let constants = [
-            ("WG", workgroup_size as f64),
-            ("WIN", window_words as f64),
-        ];
+        let constants = [("WG", workgroup_size as f64), ("WIN", window_words as f64)];
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("lz4_decode"),
             source: wgpu::ShaderSource::Wgsl(shader_source(path).into()),
