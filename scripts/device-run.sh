@@ -55,6 +55,9 @@ if [ -f "$bin/prelude.sh" ] && [ -z "${DEVICE_RUN_NO_PRELUDE:-}" ]; then
     source "$bin/prelude.sh"
 fi
 export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
+# Staged binaries sit flat in .gpu/; in target/release examples have their
+# own folder.
+example() { if [ -x "$bin/$1" ]; then echo "$bin/$1"; else echo "$bin/examples/$1"; fi; }
 lz4bench=$bin/gpu_lz4_bench
 [ -x "$lz4bench" ] || lz4bench=$(ls -t target/release/deps/gpu_lz4-* 2>/dev/null | grep -v '\.d$' | head -1)
 work=${DEVICE_RUN_WORK:-target/device-work}
@@ -63,7 +66,7 @@ mkdir -p "$work"
 if [ "$quick" = 1 ]; then
     lz4_args=(--batches 16,32 --runs 1 --demo-size 4MiB)
     bench_args=(--staging 64 --demo-mib 16 --iters 1)
-    vt_args=(--textures 2 --size 1024 --format bc7 --pool 64 --frames 10)
+    vt_args=(--textures 2 --size 1024 --format bc7 --pool 64 --frames 30)
     probe_sizes=64,256
     limits=(60 240 120 120 120)
 else
@@ -71,8 +74,9 @@ else
     bench_args=(--staging 64,256,1024 --demo-mib 1024)
     vt_args=()
     probe_sizes=64,256,1024
-    # Seconds per step: probe, decoder bench, bench x2, VT (sum 450 s).
-    limits=(30 210 70 70 70)
+    # Seconds per step: probe, decoder bench, bench x2, VT (sum 450 s;
+    # the first bench run builds its 1 GiB demo pack).
+    limits=(30 190 100 70 60)
 fi
 
 json_str() {
@@ -97,7 +101,7 @@ step() {
     return $rc
 }
 
-step staging-memory "${limits[0]}" "$bin/staging_memory_probe" "$probe_sizes" --json "$OUT/staging-memory.json"
+step staging-memory "${limits[0]}" "$(example staging_memory_probe)" "$probe_sizes" --json "$OUT/staging-memory.json"
 step gpu_lz4 "${limits[1]}" "$lz4bench" "${lz4_args[@]}" --demo-pack "$work/demo-lz4.gspk" --json "$OUT/gpu_lz4.json"
 bench=("$bin/gpustream" bench --buffered --cases gpu-lz4,cpu-lz4,none "${bench_args[@]}")
 step bench-verify "${limits[2]}" "${bench[@]}" --json "$OUT/bench-verify.json"
@@ -107,7 +111,7 @@ else
     echo '{"skipped": "this gpustream has no bench --no-verify flag yet"}' >"$OUT/bench-noverify.json"
     steps+=('{"step": "bench-noverify", "skipped": "no --no-verify flag in this gpustream"}')
 fi
-step vt-bench "${limits[4]}" "$bin/virtual_texturing" --benchmark "${vt_args[@]}" --stats "$OUT/vt-bench.csv"
+step vt-bench "${limits[4]}" "$(example virtual_texturing)" --benchmark "${vt_args[@]}" --stats "$OUT/vt-bench.csv"
 vt_rc=$?
 {
     printf '{"exit": %s, "csv": "vt-bench.csv", "summary": [' "$vt_rc"
@@ -138,14 +142,17 @@ echo
 echo "## decoder (gpu_lz4), largest batch per corpus and variant"
 grep '^| corpus\|^| ---' "$OUT/gpu_lz4.log" | head -2
 for c in demo bc7 binary; do
-    last=$(grep "^| $c | [a-z]" "$OUT/gpu_lz4.log" | awk -F'|' '{print $5}' | sort -n | tail -1)
-    [ -n "$last" ] && grep "^| $c | [a-z].*| $((last)) |" "$OUT/gpu_lz4.log"
+    last=$(awk -F'|' -v c=" $c " '$2 == c && $3 != " - " {print $5 + 0}' "$OUT/gpu_lz4.log" | sort -n | tail -1)
+    [ -n "$last" ] && awk -F'|' -v c=" $c " -v n="$last" '$2 == c && $3 != " - " && $5 + 0 == n' "$OUT/gpu_lz4.log"
 done
-grep -m3 'panicked\|skipped' "$OUT/gpu_lz4.log"
+grep -m3 'panicked' "$OUT/gpu_lz4.log"
 echo
 echo "## end to end (gpustream bench), checksums on / off"
-grep '^|' "$OUT/bench-verify.log" | tail -n 12
-grep '^|' "$OUT/bench-noverify.log" 2>/dev/null | tail -n 12
+for f in bench-verify bench-noverify; do
+    [ -f "$OUT/$f.log" ] || continue
+    echo "### $f"
+    grep -A5 '^case ' "$OUT/$f.log" | grep -v '^where' || tail -n 5 "$OUT/$f.log"
+done
 echo
 echo "## virtual texturing --benchmark"
 tail -n 8 "$OUT/vt-bench.log"
