@@ -38,8 +38,23 @@ if [ "${1:-}" = "--stage" ]; then
         [ -z "$kit" ] && [ -x "$k/stage.sh" ] && kit=$k
     done
     cp "$bench" target/release/gpu_lz4_bench
-    "$kit/stage.sh" target/release/gpustream target/release/gpu_lz4_bench \
-        target/release/examples/virtual_texturing target/release/examples/staging_memory_probe
+    files=(target/release/gpustream target/release/gpu_lz4_bench
+        target/release/examples/virtual_texturing target/release/examples/staging_memory_probe)
+    if [ -d .git ]; then
+        "$kit/stage.sh" "${files[@]}"
+    else
+        # A git worktree: .git is a file, which stage.sh's exclude step
+        # cannot write through; the same staging, with git's own path.
+        exclude=$(git rev-parse --git-path info/exclude)
+        mkdir -p "$(dirname "$exclude")"
+        grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
+        rm -rf .gpu && mkdir -p .gpu/gl
+        cp "$kit"/gl/*.deb .gpu/gl/ && cp "$kit/prelude.sh" .gpu/ && cp "${files[@]}" .gpu/
+    fi
+    # Release builds carry debug info here (about 300 MiB in all); the
+    # device tool carries at most 64 MiB, so the staged copies are stripped.
+    for f in "${files[@]}"; do strip ".gpu/$(basename "$f")"; done
+    du -sh .gpu
     exit 0
 fi
 
