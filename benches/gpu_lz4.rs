@@ -546,22 +546,35 @@ fn main() {
                     gpu_gbps.unwrap_or(wall_gbps) / cpu
                 );
                 rows.push(row);
+                write_json(&opts, &ctx, max_binding, &rows, false);
             }
         }
     }
-    if let Some(path) = &opts.json {
-        let doc = serde_json::json!({
-            "bench": "gpu_lz4",
-            "adapter": ctx.describe(),
-            "driver": ctx.adapter.get_info().driver_info,
-            "subgroup_size": [ctx.adapter.get_info().subgroup_min_size, ctx.adapter.get_info().subgroup_max_size],
-            "max_storage_binding": max_binding,
-            "rows": rows,
-        });
-        std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap())
-            .unwrap_or_else(|e| panic!("write {path}: {e}"));
-        eprintln!("# wrote {path}");
-    }
+    write_json(&opts, &ctx, max_binding, &rows, true);
+}
+
+/// Writes the rows so far as JSON (after every row, so a run cut short by
+/// the device script's time limit still leaves what it measured).
+fn write_json(
+    opts: &Options,
+    ctx: &GpuContext,
+    max_binding: u64,
+    rows: &[serde_json::Value],
+    complete: bool,
+) {
+    let Some(path) = &opts.json else { return };
+    let info = ctx.adapter.get_info();
+    let doc = serde_json::json!({
+        "bench": "gpu_lz4",
+        "adapter": ctx.describe(),
+        "driver": info.driver_info,
+        "subgroup_size": [info.subgroup_min_size, info.subgroup_max_size],
+        "max_storage_binding": max_binding,
+        "complete": complete,
+        "rows": rows,
+    });
+    std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap())
+        .unwrap_or_else(|e| panic!("write {path}: {e}"));
 }
 
 /// Every block decoded OK to its original bytes.
