@@ -1,25 +1,52 @@
-//! GPU LZ4 decode throughput: GB/s of decompressed output for batches of
-//! 64 to 8192 blocks of 64 KiB, timed with GPU timestamp queries where the
-//! adapter has them (wall clock around submit and a full poll otherwise),
-//! with the compression ratio and the one-thread lz4_flex figure on the same
-//! blocks beside it. Every batch's output is checked against the original
-//! bytes once, after the warm-up run, before it is timed.
+//! GPU LZ4 decode throughput per shader variant: GB/s of decompressed
+//! output for batches of distinct 64 KiB blocks (no block is decoded twice in
+//! a batch), timed with GPU timestamp queries where the adapter has them
+//! (wall clock around submit and a full poll otherwise), with the
+//! compression ratio, the sequences, barriers and window loads per block (as
+//! the variant's twin counts them) and the one-thread lz4_flex figure on the
+//! same blocks beside it. Every batch's output is checked against the
+//! original bytes after the warm-up run, before it is timed.
 //!
-//! Run: `WGPU_BACKEND=vulkan cargo bench --bench gpu_lz4`
-//! Options (environment): `GPUSTREAM_BENCH_RUNS` (timed runs per batch,
-//! median reported; default 5), `GPUSTREAM_BENCH_BATCHES` (comma-separated
-//! block counts; default 64,256,1024,4096,8192), `GPUSTREAM_BENCH_PATH`
-//! (`portable` or `subgroup`; default: what the device supports).
+//! Corpora:
+//! - `demo`: every LZ4 block of the demo pack (`gpustream::pack::demo`):
+//!   BC1/BC7 textures the packer encodes from the PNG/JPEG assets with
+//!   procedural variation, plus mesh and scene blobs;
+//! - `bc7`: the BC7 texture blocks of that pack only;
+//! - `binary`: generated mixed binaries near ratio 2 (random 64-byte chunks
+//!   and edited copies of earlier chunks), every block distinct.
+//!
+//! A batch bigger than a corpus is skipped (blocks are never reused), and so
+//! is one whose output exceeds the device's storage-binding limit.
+//!
+//! Run: `WGPU_BACKEND=vulkan cargo bench --bench gpu_lz4 -- [options]`
+//! - `--paths subgroup-v2,portable-v2,subgroup,portable` (default: every
+//!   variant the device runs)
+//! - `--batches 64,256,1024` (default 1024,2048,4096,8192,16384)
+//! - `--corpora demo,bc7,binary` (default all three)
+//! - `--runs N` timed runs per batch, median reported (default 5)
+//! - `--demo-size 256MiB` uncompressed size of the demo pack (default 1.5x
+//!   the biggest batch, as about a quarter of its blocks are stored raw), `--demo-pack PATH` where it is built or reused
+//!   (default target/gpustream-demo-bench.gspk)
+//! - `--json FILE` also writes every row as JSON.
+//! - `--subblock-ratio`: no GPU; measures what cutting every 64 KiB block
+//!   into independent 16 KiB LZ4 blocks costs in compression ratio, on the
+//!   demo pack (default 256 MiB) and its BC7 textures, and exits.
+//!
+//! The environment variables `GPUSTREAM_BENCH_RUNS`, `GPUSTREAM_BENCH_BATCHES`
+//! and `GPUSTREAM_BENCH_PATH` of earlier versions still work.
 
 use gpustream::decode::gpu::{read_buffer, Lz4Batch, Lz4DecodePath, Lz4DecodePipeline, Lz4Status};
 use gpustream::gpu::{open_device, GpuContext};
+use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
+use gpustream::pack::{AssetKind, BlockId, Pack, TextureFormat, STORE_RAW_UNLESS_SAVES_DIVISOR};
+use gpustream::Codec;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
 
 const BLOCK: usize = 64 * 1024;
-/// Distinct blocks per corpus; batches reuse them round robin.
-const POOL: usize = 256;
+/// Blocks the twin counts sequences over, per corpus.
+const COUNT_SAMPLE: usize = 256;
 
 /// Binary data near ratio 2: 64-byte chunks, about a third fresh random
 /// bytes, the rest copies of earlier chunks (up to 4 KiB back) with a few edits.
@@ -43,43 +70,164 @@ fn binary_block(rng: &mut ChaCha8Rng) -> Vec<u8> {
     out
 }
 
-/// BC7-like texture data: 16-byte blocks with a few mode bytes, smooth
-/// endpoints and noisy indices (stands in for the demo pack's BC7 tiles).
-fn texture_block(rng: &mut ChaCha8Rng) -> Vec<u8> {
-    let mut out = Vec::with_capacity(BLOCK);
-    let mut base = [0u8; 6];
-    let mut indices = [0u8; 9];
-    while out.len() < BLOCK {
-        out.push([0x20u8, 0x40, 0x40, 0x80][rng.gen_range(0..4)]);
-        for b in &mut base {
-            *b = b.wrapping_add(rng.gen_range(0..3));
-        }
-        out.extend_from_slice(&base);
-        // Flat regions repeat their index bits.
-        if rng.gen_bool(0.6) {
-            indices = rng.gen();
-        }
-        out.extend_from_slice(&indices);
-    }
-    out.truncate(BLOCK);
-    out
-}
-
+/// Distinct blocks: (uncompressed bytes, LZ4 block).
 struct Corpus {
     name: &'static str,
     blocks: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
-fn corpus(name: &'static str, make: fn(&mut ChaCha8Rng) -> Vec<u8>) -> Corpus {
+fn binary_corpus(n: usize) -> Corpus {
     let mut rng = ChaCha8Rng::seed_from_u64(0x62656e63);
-    let blocks = (0..POOL)
+    let blocks = (0..n)
         .map(|_| {
-            let data = make(&mut rng);
+            let data = binary_block(&mut rng);
             let packed = lz4_flex::block::compress(&data);
             (data, packed)
         })
         .collect();
-    Corpus { name, blocks }
+    Corpus {
+        name: "binary",
+        blocks,
+    }
+}
+
+/// Opens (building it first if needed) the demo pack of `size` bytes.
+fn demo_pack(path: &str, size: u64) -> Pack {
+    let config = DemoConfig {
+        size_bytes: size,
+        ..DemoConfig::default()
+    };
+    let t = Instant::now();
+    let path = ensure_demo_pack(path, config, false).expect("build the demo pack");
+    eprintln!(
+        "# demo pack {} ({} MiB) ready in {:.1} s",
+        path.display(),
+        size >> 20,
+        t.elapsed().as_secs_f64()
+    );
+    Pack::open(&path).expect("open the demo pack")
+}
+
+/// Every block of the pack, decoded: (is it a BC7 texture's, the pack's
+/// codec for it, its bytes, its stored bytes), up to `limit` blocks each of
+/// the LZ4 and BC7 kinds.
+fn pack_blocks(pack: &Pack, limit: usize) -> Vec<(bool, Codec, Vec<u8>, Vec<u8>)> {
+    let file = pack.open_file().expect("open the demo pack");
+    let (mut lz4, mut bc7) = (0, 0);
+    let mut blocks = Vec::new();
+    let mut stored = Vec::new();
+    for asset in pack.assets() {
+        let is_bc7 = asset.kind == AssetKind::Texture
+            && asset
+                .texture
+                .is_some_and(|t| matches!(t.format, TextureFormat::Bc7Srgb | TextureFormat::Bc7));
+        for i in asset.blocks.clone() {
+            let b = *pack.block(BlockId(i)).expect("block of the pack");
+            let wanted = (b.codec == Codec::Lz4 && lz4 < limit) || (is_bc7 && bc7 < limit);
+            if !wanted {
+                continue;
+            }
+            lz4 += (b.codec == Codec::Lz4) as usize;
+            bc7 += is_bc7 as usize;
+            let mut out = vec![0u8; b.size as usize];
+            pack.read_block(&file, BlockId(i), &mut stored, &mut out)
+                .expect("the demo pack decodes");
+            blocks.push((is_bc7, b.codec, out, stored.clone()));
+        }
+    }
+    blocks
+}
+
+/// The demo pack's LZ4 blocks as the packer stored them, and the BC7
+/// texture blocks compressed with LZ4 whether or not the packer kept them
+/// raw (most BC7 tiles save less than the packer's 1/16 rule asks).
+fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus) {
+    let (mut demo, mut bc7) = (Vec::new(), Vec::new());
+    for (is_bc7, codec, data, stored) in pack_blocks(pack, limit) {
+        if is_bc7 && bc7.len() < limit {
+            let packed = if codec == Codec::Lz4 {
+                stored.clone()
+            } else {
+                lz4_flex::block::compress(&data)
+            };
+            bc7.push((data.clone(), packed));
+        }
+        if codec == Codec::Lz4 && demo.len() < limit {
+            demo.push((data, stored));
+        }
+    }
+    (
+        Corpus {
+            name: "demo",
+            blocks: demo,
+        },
+        Corpus {
+            name: "bc7",
+            blocks: bc7,
+        },
+    )
+}
+
+/// Stored bytes of `data` as the packer stores an LZ4 block: compressed
+/// unless that saves less than 1/16.
+fn stored_len(data: &[u8]) -> usize {
+    let packed = lz4_flex::block::compress(data).len();
+    if packed <= data.len() - data.len() / STORE_RAW_UNLESS_SAVES_DIVISOR {
+        packed
+    } else {
+        data.len()
+    }
+}
+
+/// The optional 16 KiB sub-block pack option, measured: the pack's size
+/// when every 64 KiB block is cut into independent LZ4 blocks of 16 KiB,
+/// against 64 KiB blocks, under the packer's store-raw rule, for the whole
+/// demo pack and for its BC7 textures.
+fn subblock_ratio(pack: &Pack) -> serde_json::Value {
+    let mut rows = Vec::new();
+    let blocks = pack_blocks_all(pack);
+    for (name, bc7_only) in [("demo", false), ("bc7", true)] {
+        let (mut raw, mut whole, mut split) = (0usize, 0usize, 0usize);
+        for (is_bc7, data) in &blocks {
+            if bc7_only && !is_bc7 {
+                continue;
+            }
+            raw += data.len();
+            whole += stored_len(data);
+            split += data.chunks(16 * 1024).map(stored_len).sum::<usize>();
+        }
+        let (r64, r16) = (raw as f64 / whole as f64, raw as f64 / split as f64);
+        let cost = (1.0 - r16 / r64) * 100.0;
+        println!(
+            "| {name} | {} | {r64:.4} | {r16:.4} | {cost:.2} % |",
+            raw >> 20
+        );
+        rows.push(serde_json::json!({
+            "corpus": name, "bytes": raw, "stored_64k": whole, "stored_16k": split,
+            "ratio_64k": r64, "ratio_16k": r16, "ratio_cost_percent": cost,
+        }));
+    }
+    serde_json::Value::Array(rows)
+}
+
+/// Every block of the pack, decoded, with whether it is a BC7 texture's.
+fn pack_blocks_all(pack: &Pack) -> Vec<(bool, Vec<u8>)> {
+    let file = pack.open_file().expect("open the demo pack");
+    let mut stored = Vec::new();
+    let mut out = Vec::new();
+    for asset in pack.assets() {
+        let is_bc7 = asset
+            .texture
+            .is_some_and(|t| matches!(t.format, TextureFormat::Bc7Srgb | TextureFormat::Bc7));
+        for i in asset.blocks.clone() {
+            let b = *pack.block(BlockId(i)).expect("block of the pack");
+            let mut data = vec![0u8; b.size as usize];
+            pack.read_block(&file, BlockId(i), &mut stored, &mut data)
+                .expect("the demo pack decodes");
+            out.push((is_bc7, data));
+        }
+    }
+    out
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -87,25 +235,29 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-fn cpu_gbps(c: &Corpus) -> f64 {
+/// One-thread lz4_flex on the first `n` blocks of the corpus.
+fn cpu_gbps(blocks: &[(Vec<u8>, Vec<u8>)]) -> f64 {
     let mut out = vec![0u8; BLOCK];
+    let bytes: usize = blocks.iter().map(|(d, _)| d.len()).sum();
     let mut runs = Vec::new();
     for _ in 0..3 {
         let t = Instant::now();
-        for (_, packed) in &c.blocks {
-            lz4_flex::block::decompress_into(packed, &mut out).unwrap();
+        for (d, packed) in blocks {
+            lz4_flex::block::decompress_into(packed, &mut out[..d.len()]).unwrap();
         }
-        runs.push((POOL * BLOCK) as f64 / t.elapsed().as_secs_f64() / 1e9);
+        runs.push(bytes as f64 / t.elapsed().as_secs_f64() / 1e9);
     }
     median(&mut runs)
 }
+
+type Queries = (wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer);
 
 /// One timed run: (GPU-timestamp seconds if available, wall seconds).
 fn timed_run(
     ctx: &GpuContext,
     pipeline: &Lz4DecodePipeline,
     gpu: &gpustream::decode::gpu::Lz4GpuBatch,
-    queries: Option<&(wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer)>,
+    queries: Option<&Queries>,
 ) -> (Option<f64>, f64) {
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
     let writes = queries.map(|(set, _, _)| wgpu::ComputePassTimestampWrites {
@@ -133,7 +285,127 @@ fn timed_run(
     (gpu_secs, wall)
 }
 
+/// Command-line options (see the file header).
+struct Options {
+    paths: Option<Vec<Lz4DecodePath>>,
+    batches: Vec<usize>,
+    corpora: Vec<String>,
+    runs: usize,
+    demo_size: Option<u64>,
+    demo_pack: String,
+    json: Option<String>,
+    subblock_ratio: bool,
+}
+
+fn parse_size(s: &str) -> u64 {
+    let t = s.trim().to_ascii_lowercase();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num.parse().expect("a size like 256MiB");
+    n << match unit {
+        "" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        other => panic!("unknown size unit {other}"),
+    }
+}
+
+fn options() -> Options {
+    let env = |k: &str| std::env::var(k).ok();
+    let mut o = Options {
+        paths: env("GPUSTREAM_BENCH_PATH").map(|p| {
+            vec![Lz4DecodePath::from_name(&p).unwrap_or_else(|| panic!("unknown path {p}"))]
+        }),
+        batches: env("GPUSTREAM_BENCH_BATCHES")
+            .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
+            .unwrap_or_else(|| vec![1024, 2048, 4096, 8192, 16384]),
+        corpora: vec!["demo".into(), "bc7".into(), "binary".into()],
+        runs: env("GPUSTREAM_BENCH_RUNS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5),
+        demo_size: None,
+        demo_pack: "target/gpustream-demo-bench.gspk".into(),
+        json: None,
+        subblock_ratio: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
+        match a.as_str() {
+            "--paths" => {
+                o.paths = Some(
+                    value()
+                        .split(',')
+                        .map(|p| {
+                            Lz4DecodePath::from_name(p)
+                                .unwrap_or_else(|| panic!("unknown path {p}"))
+                        })
+                        .collect(),
+                )
+            }
+            "--batches" => {
+                o.batches = value()
+                    .split(',')
+                    .map(|s| s.trim().parse().expect("block counts"))
+                    .collect()
+            }
+            "--corpora" => o.corpora = value().split(',').map(str::to_string).collect(),
+            "--runs" => o.runs = value().parse().expect("--runs N"),
+            "--demo-size" => o.demo_size = Some(parse_size(&value())),
+            "--subblock-ratio" => o.subblock_ratio = true,
+            "--demo-pack" => o.demo_pack = value(),
+            "--json" => o.json = Some(value()),
+            // cargo bench passes --bench to harness = false targets.
+            "--bench" => {}
+            other => panic!("unknown option {other} (see benches/gpu_lz4.rs)"),
+        }
+    }
+    o.runs = o.runs.max(1);
+    o
+}
+
+fn timestamp_queries(ctx: &GpuContext) -> Option<Queries> {
+    let has_ts = ctx
+        .device
+        .features()
+        .contains(wgpu::Features::TIMESTAMP_QUERY);
+    has_ts.then(|| {
+        let set = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("lz4 bench"),
+            ty: wgpu::QueryType::Timestamp,
+            count: 2,
+        });
+        let buffer = |usage| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: 16,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        (
+            set,
+            buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
+            buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+        )
+    })
+}
+
 fn main() {
+    let opts = options();
+    if opts.subblock_ratio {
+        // No GPU needed: the compression-ratio cost of 16 KiB sub-blocks.
+        let pack = demo_pack(&opts.demo_pack, opts.demo_size.unwrap_or(256 << 20));
+        println!("| corpus | MiB | ratio, 64 KiB blocks | ratio, 16 KiB sub-blocks | ratio cost |");
+        println!("| --- | --- | --- | --- | --- |");
+        let rows = subblock_ratio(&pack);
+        if let Some(path) = &opts.json {
+            std::fs::write(path, serde_json::to_string_pretty(&rows).unwrap())
+                .unwrap_or_else(|e| panic!("write {path}: {e}"));
+        }
+        return;
+    }
     let ctx = match open_device() {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -141,128 +413,192 @@ fn main() {
             return;
         }
     };
-    let runs: usize = std::env::var("GPUSTREAM_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5)
-        .max(1);
-    let batches: Vec<usize> = std::env::var("GPUSTREAM_BENCH_BATCHES")
-        .ok()
-        .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![64, 256, 1024, 4096, 8192]);
-    let pipeline = match std::env::var("GPUSTREAM_BENCH_PATH").as_deref() {
-        Ok("portable") => {
-            Lz4DecodePipeline::with_path(&ctx.device, Lz4DecodePath::Portable).unwrap()
-        }
-        Ok("subgroup") => Lz4DecodePipeline::with_path(&ctx.device, Lz4DecodePath::Subgroup)
-            .expect("subgroup path unsupported here"),
-        _ => Lz4DecodePipeline::new(&ctx.device),
-    };
-    let has_ts = ctx
-        .device
-        .features()
-        .contains(wgpu::Features::TIMESTAMP_QUERY);
-    let queries = has_ts.then(|| {
-        let set = ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
-            label: Some("lz4 bench"),
-            ty: wgpu::QueryType::Timestamp,
-            count: 2,
-        });
-        let resolve = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: 16,
-            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        let readback = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: None,
-            size: 16,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        (set, resolve, readback)
+    let paths = opts.paths.clone().unwrap_or_else(|| {
+        Lz4DecodePath::ALL
+            .into_iter()
+            .filter(|p| {
+                !p.needs_subgroups() || ctx.device.features().contains(wgpu::Features::SUBGROUP)
+            })
+            .collect()
     });
-    let max_binding = (ctx.device.limits().max_storage_buffer_binding_size as u64)
-        .min(ctx.device.limits().max_buffer_size);
+    let pipelines: Vec<Lz4DecodePipeline> = paths
+        .iter()
+        .map(|&p| {
+            Lz4DecodePipeline::with_path(&ctx.device, p)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.name()))
+        })
+        .collect();
+    let queries = timestamp_queries(&ctx);
+    let limits = ctx.device.limits();
+    let max_binding = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    let biggest = opts.batches.iter().copied().max().unwrap_or(0);
+    let timing = if queries.is_some() {
+        "GPU timestamps"
+    } else {
+        "wall clock after a full poll"
+    };
     println!(
-        "# gpu_lz4 on {}: {:?} path, {} lanes/block, timing: {}",
+        "# gpu_lz4 on {}: timing {timing}, median of {} runs",
         ctx.describe(),
-        pipeline.path(),
-        pipeline.workgroup_size(),
-        if has_ts {
-            "GPU timestamps"
-        } else {
-            "wall clock after a full poll"
-        }
+        opts.runs
     );
-    println!("| corpus | blocks | MiB out | ratio | GPU GB/s | wall GB/s | CPU lz4_flex 1 thread GB/s | GPU / CPU |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- |");
-    for c in [
-        corpus("binary", binary_block),
-        corpus("bc7-like", texture_block),
-    ] {
-        let cpu = cpu_gbps(&c);
-        for &n in &batches {
-            let out_bytes = (n * BLOCK) as u64;
-            if out_bytes > max_binding {
+
+    let mut corpora = Vec::new();
+    if opts.corpora.iter().any(|c| c == "demo" || c == "bc7") {
+        let pack = demo_pack(
+            &opts.demo_pack,
+            opts.demo_size
+                .unwrap_or(biggest as u64 * BLOCK as u64 * 3 / 2),
+        );
+        let (demo, bc7) = pack_corpora(&pack, biggest);
+        for c in [demo, bc7] {
+            if opts.corpora.iter().any(|n| n == c.name) {
+                corpora.push(c);
+            }
+        }
+    }
+    if opts.corpora.iter().any(|c| c == "binary") {
+        corpora.push(binary_corpus(biggest));
+    }
+
+    let mut rows = Vec::new();
+    println!("| corpus | path | lanes | blocks | MiB out | ratio | seq/block | barriers/block | window loads/block | GPU GB/s | wall GB/s | CPU lz4_flex 1 thread GB/s | GPU / CPU |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for c in &corpora {
+        for &n in &opts.batches {
+            let skip = |why: String| {
                 println!(
-                    "| {} | {n} | {} | - | skipped: output exceeds the {} MiB storage binding limit | | | |",
-                    c.name,
-                    out_bytes >> 20,
-                    max_binding >> 20
-                );
-                continue;
-            }
-            let mut batch = Lz4Batch::new();
-            for i in 0..n {
-                let (data, packed) = &c.blocks[i % POOL];
-                batch.push(packed, data.len() as u32, 0, 0, None);
-            }
-            let ratio = batch.uncompressed_len() as f64 / batch.compressed_len() as f64;
-            let gpu = batch.upload(&ctx, &vec![0u32; batch.output_words()]);
-            // Warm up, and check the result once.
-            timed_run(&ctx, &pipeline, &gpu, queries.as_ref());
-            let status = read_status(&ctx, &gpu);
-            assert!(
-                status.iter().all(|s| s.is_ok()),
-                "{}: a block failed",
-                c.name
-            );
-            let output = read_whole(&ctx, &gpu.output);
-            for (i, d) in batch.descs().iter().enumerate() {
-                let at = d.dst_offset as usize;
-                assert!(
-                    output[at..at + BLOCK] == c.blocks[i % POOL].0[..],
-                    "{}: block {i} decoded wrong",
+                    "| {} | - | - | {n} | - | - | - | - | - | skipped: {why} | | | |",
                     c.name
                 );
-            }
-            let (mut ts, mut wall) = (Vec::new(), Vec::new());
-            for _ in 0..runs {
-                let (g, w) = timed_run(&ctx, &pipeline, &gpu, queries.as_ref());
-                if let Some(g) = g {
-                    ts.push(out_bytes as f64 / g / 1e9);
-                }
-                wall.push(out_bytes as f64 / w / 1e9);
-            }
-            let gpu_gbps = if ts.is_empty() {
-                median(&mut wall)
-            } else {
-                median(&mut ts)
             };
-            println!(
-                "| {} | {n} | {} | {ratio:.2} | {} | {:.3} | {cpu:.2} | {:.2} |",
-                c.name,
-                out_bytes >> 20,
-                if ts.is_empty() {
-                    "-".to_string()
-                } else {
-                    format!("{:.3}", median(&mut ts))
-                },
-                median(&mut wall),
-                gpu_gbps / cpu
-            );
+            if n > c.blocks.len() {
+                skip(format!("the corpus has {} distinct blocks", c.blocks.len()));
+                continue;
+            }
+            let blocks = &c.blocks[..n];
+            let mut batch = Lz4Batch::new();
+            for (data, packed) in blocks {
+                batch.push(packed, data.len() as u32, 0, 0, None);
+            }
+            let out_bytes = batch.uncompressed_len();
+            if out_bytes > max_binding || batch.compressed_len() > max_binding {
+                skip(format!(
+                    "exceeds the {} MiB storage binding limit",
+                    max_binding >> 20
+                ));
+                continue;
+            }
+            let ratio = out_bytes as f64 / batch.compressed_len() as f64;
+            let cpu = cpu_gbps(blocks);
+            // Sequence counts from the twin, on a sample of the batch.
+            let mut sample = Lz4Batch::new();
+            for (data, packed) in blocks.iter().take(COUNT_SAMPLE) {
+                sample.push(packed, data.len() as u32, 0, 0, None);
+            }
+            let sampled = sample.descs().len() as f64;
+            let initial = vec![0u32; batch.output_words()];
+            let gpu = batch.upload(&ctx, &initial);
+            for pipeline in &pipelines {
+                let (_, counts) = sample.run_twin_for(pipeline, &vec![0; sample.output_words()]);
+                // Warm up, and check the result once.
+                timed_run(&ctx, pipeline, &gpu, queries.as_ref());
+                check(&ctx, &gpu, &batch, blocks, c.name, pipeline.path());
+                let (mut ts, mut wall) = (Vec::new(), Vec::new());
+                for _ in 0..opts.runs {
+                    let (g, w) = timed_run(&ctx, pipeline, &gpu, queries.as_ref());
+                    if let Some(g) = g {
+                        ts.push(out_bytes as f64 / g / 1e9);
+                    }
+                    wall.push(out_bytes as f64 / w / 1e9);
+                }
+                let gpu_gbps = (!ts.is_empty()).then(|| median(&mut ts));
+                let wall_gbps = median(&mut wall);
+                let row = serde_json::json!({
+                    "corpus": c.name,
+                    "path": pipeline.path().name(),
+                    "lanes": pipeline.workgroup_size(),
+                    "window_words": pipeline.window_words(),
+                    "blocks": n,
+                    "bytes_out": out_bytes,
+                    "ratio": ratio,
+                    "sequences_per_block": counts.sequences as f64 / sampled,
+                    "barriers_per_block": counts.barriers as f64 / sampled,
+                    "window_loads_per_block": counts.window_loads as f64 / sampled,
+                    "gpu_gbps": gpu_gbps,
+                    "wall_gbps": wall_gbps,
+                    "cpu_lz4_flex_1thread_gbps": cpu,
+                    "runs": opts.runs,
+                    "timing": timing,
+                });
+                println!(
+                    "| {} | {} | {} | {n} | {} | {ratio:.2} | {:.0} | {:.0} | {:.0} | {} | {wall_gbps:.3} | {cpu:.2} | {:.3} |",
+                    c.name,
+                    pipeline.path().name(),
+                    pipeline.workgroup_size(),
+                    out_bytes >> 20,
+                    counts.sequences as f64 / sampled,
+                    counts.barriers as f64 / sampled,
+                    counts.window_loads as f64 / sampled,
+                    gpu_gbps.map_or("-".into(), |g| format!("{g:.3}")),
+                    gpu_gbps.unwrap_or(wall_gbps) / cpu
+                );
+                rows.push(row);
+                write_json(&opts, &ctx, max_binding, &rows, false);
+            }
         }
+    }
+    write_json(&opts, &ctx, max_binding, &rows, true);
+}
+
+/// Writes the rows so far as JSON (after every row, so a run cut short by
+/// the device script's time limit still leaves what it measured).
+fn write_json(
+    opts: &Options,
+    ctx: &GpuContext,
+    max_binding: u64,
+    rows: &[serde_json::Value],
+    complete: bool,
+) {
+    let Some(path) = &opts.json else { return };
+    let info = ctx.adapter.get_info();
+    let doc = serde_json::json!({
+        "bench": "gpu_lz4",
+        "adapter": ctx.describe(),
+        "driver": info.driver_info,
+        "subgroup_size": [info.subgroup_min_size, info.subgroup_max_size],
+        "max_storage_binding": max_binding,
+        "complete": complete,
+        "rows": rows,
+    });
+    std::fs::write(path, serde_json::to_string_pretty(&doc).unwrap())
+        .unwrap_or_else(|e| panic!("write {path}: {e}"));
+}
+
+/// Every block decoded OK to its original bytes.
+fn check(
+    ctx: &GpuContext,
+    gpu: &gpustream::decode::gpu::Lz4GpuBatch,
+    batch: &Lz4Batch,
+    blocks: &[(Vec<u8>, Vec<u8>)],
+    corpus: &str,
+    path: Lz4DecodePath,
+) {
+    let status = read_status(ctx, gpu);
+    if let Some((i, s)) = status.iter().enumerate().find(|(_, s)| !s.is_ok()) {
+        panic!("{corpus}, {}: block {i} failed: {s}", path.name());
+    }
+    let output = read_whole(ctx, &gpu.output);
+    for (i, d) in batch.descs().iter().enumerate() {
+        let at = d.dst_offset as usize;
+        let want = &blocks[i].0;
+        assert!(
+            output[at..at + want.len()] == want[..],
+            "{corpus}, {}: block {i} decoded wrong",
+            path.name()
+        );
     }
 }
 

@@ -250,19 +250,14 @@ fn read_length_ext(ip: ptr<function, u32>, src_end: u32, limit: u32) -> u32 {
     return sum;
 }
 
-@compute @workgroup_size(WG)
-fn lz4_decode(
-    @builtin(workgroup_id) wg_id: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-    /*@SUBGROUP_LANE_PARAM@*/
-) {
-    let block = wg_id.y * params.grid_stride + wg_id.x;
-    if (block >= params.block_count) {
-        return;
-    }
-    let desc = descs[block];
+// Marks a descriptor that fails block_layout's checks (a real word0 is at
+// most 0x3fffffff).
+const BAD_LAYOUT: u32 = 0xffffffffu;
 
-    // Validate the descriptor against the bound buffers before touching them.
+// Checks a descriptor against the bound buffers (overflow-safe, rows
+// included) and returns its output layout, or word0 == BAD_LAYOUT. Shared by
+// every entry point.
+fn block_layout(desc: BlockDesc) -> Layout {
     let in_bytes = arrayLength(&input) * 4u;
     let out_bytes = arrayLength(&output) * 4u;
     var ok = desc.dst_size <= MAX_BLOCK_SIZE
@@ -290,6 +285,40 @@ fn lz4_decode(
         dst.pitch_words = desc.row_pitch >> 2u;
     }
     if (!ok) {
+        dst.word0 = BAD_LAYOUT;
+    }
+    return dst;
+}
+
+// Lane 0's last step for a block: merges the last partial output word
+// (keeping the bytes past the block) when decoding succeeded, and writes
+// the status word.
+fn finish_block(block: u32, dst: Layout, dst_size: u32, word: u32, pending: u32) {
+    if ((word & 0xffu) == STATUS_OK && (dst_size & 3u) != 0u) {
+        let pw = phys_word(dst, dst_size >> 2u);
+        let mask = (1u << ((dst_size & 3u) * 8u)) - 1u;
+        output[pw] = (output[pw] & ~mask) | (pending & mask);
+    }
+    if (block < arrayLength(&status)) {
+        status[block] = word;
+    }
+}
+
+@compute @workgroup_size(WG)
+fn lz4_decode(
+    @builtin(workgroup_id) wg_id: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+    /*@SUBGROUP_LANE_PARAM@*/
+) {
+    let block = wg_id.y * params.grid_stride + wg_id.x;
+    if (block >= params.block_count) {
+        return;
+    }
+    let desc = descs[block];
+
+    // Validate the descriptor against the bound buffers before touching them.
+    let dst = block_layout(desc);
+    if (dst.word0 == BAD_LAYOUT) {
         if (lane == 0u && block < arrayLength(&status)) {
             status[block] = STATUS_BAD_DESCRIPTOR;
         }
@@ -423,14 +452,6 @@ fn lz4_decode(
         err_at = ip;
     }
     if (lane == 0u) {
-        if (code == STATUS_OK && (dst_size & 3u) != 0u) {
-            // Merge the last partial word, keeping the bytes past the block.
-            let pw = phys_word(dst, dst_size >> 2u);
-            let mask = (1u << ((dst_size & 3u) * 8u)) - 1u;
-            output[pw] = (output[pw] & ~mask) | (pending & mask);
-        }
-        if (block < arrayLength(&status)) {
-            status[block] = code | ((err_at - src_start) << 8u);
-        }
+        finish_block(block, dst, dst_size, code | ((err_at - src_start) << 8u), pending);
     }
 }

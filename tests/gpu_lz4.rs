@@ -141,11 +141,15 @@ fn check_result(batch: &Lz4Batch, originals: &[Vec<u8>], result: &Lz4BatchResult
     }
 }
 
+/// Every variant the device can run (v2 first); the subgroup ones are
+/// reported loudly where the device lacks subgroups.
 fn pipelines(ctx: &GpuContext) -> Vec<Lz4DecodePipeline> {
-    let mut all = vec![Lz4DecodePipeline::with_path(&ctx.device, Lz4DecodePath::Portable).unwrap()];
-    match Lz4DecodePipeline::with_path(&ctx.device, Lz4DecodePath::Subgroup) {
-        Ok(p) => all.push(p),
-        Err(e) => eprintln!("!!! subgroup path not tested on {}: {e}", ctx.describe()),
+    let mut all = Vec::new();
+    for path in Lz4DecodePath::ALL {
+        match Lz4DecodePipeline::with_path(&ctx.device, path) {
+            Ok(p) => all.push(p),
+            Err(e) => eprintln!("!!! {path:?} path not tested on {}: {e}", ctx.describe()),
+        }
     }
     all
 }

@@ -17,30 +17,30 @@ pub const MAX_SRC_SIZE: u32 = 0xff_ffff;
 
 /// Where one block's output goes, in 32-bit words.
 #[derive(Clone, Copy)]
-struct Layout {
-    word0: u32,
-    row_words: u32,
-    pitch_words: u32,
+pub(super) struct Layout {
+    pub(super) word0: u32,
+    pub(super) row_words: u32,
+    pub(super) pitch_words: u32,
 }
 
 /// The state of one sequence's copy pass.
 #[derive(Clone, Copy)]
-struct Sequence {
-    lit_start: u32,
-    match_start: u32,
-    end: u32,
-    lit_src: u32,
-    offset: u32,
-    pending: u32,
+pub(super) struct Sequence {
+    pub(super) lit_start: u32,
+    pub(super) match_start: u32,
+    pub(super) end: u32,
+    pub(super) lit_src: u32,
+    pub(super) offset: u32,
+    pub(super) pending: u32,
 }
 
-struct Buffers<'a> {
-    input: &'a [u32],
-    output: &'a mut [u32],
+pub(super) struct Buffers<'a> {
+    pub(super) input: &'a [u32],
+    pub(super) output: &'a mut [u32],
 }
 
 impl Buffers<'_> {
-    fn input_byte(&self, addr: u32) -> u32 {
+    pub(super) fn input_byte(&self, addr: u32) -> u32 {
         (self.input[(addr >> 2) as usize] >> ((addr & 3) * 8)) & 0xff
     }
 
@@ -98,7 +98,7 @@ impl Buffers<'_> {
             | (self.source_byte(dst, seq, q + 3) << 24)
     }
 
-    fn sequence_word(&self, dst: Layout, seq: Sequence, p: u32) -> u32 {
+    pub(super) fn sequence_word(&self, dst: Layout, seq: Sequence, p: u32) -> u32 {
         if p >= seq.lit_start && p + 4 <= seq.match_start {
             return self.input_word(seq.lit_src + (p - seq.lit_start));
         }
@@ -116,7 +116,7 @@ impl Buffers<'_> {
     }
 
     /// The portable `sequence_tail` of `shaders/lz4_tail_portable.wgsl`.
-    fn sequence_tail(&self, dst: Layout, seq: Sequence) -> u32 {
+    pub(super) fn sequence_tail(&self, dst: Layout, seq: Sequence) -> u32 {
         let base = seq.end & !3;
         let n = seq.end & 3;
         let mut tail = 0;
@@ -153,7 +153,7 @@ impl Buffers<'_> {
     }
 }
 
-fn phys_word(dst: Layout, w: u32) -> u32 {
+pub(super) fn phys_word(dst: Layout, w: u32) -> u32 {
     if dst.row_words == 0 {
         return dst.word0 + w;
     }
@@ -167,7 +167,7 @@ fn match_source(seq: Sequence, k: u32) -> u32 {
 
 /// Validates `desc` against buffers of `in_words` and `out_words` words the
 /// way the shader does; returns the output layout when it is valid.
-fn check_desc(desc: &Lz4BlockDesc, in_words: usize, out_words: usize) -> Option<Layout> {
+pub(super) fn check_desc(desc: &Lz4BlockDesc, in_words: usize, out_words: usize) -> Option<Layout> {
     // The shader computes these in u32: bindings are below 4 GiB.
     let in_bytes = (in_words as u64 * 4).min(u32::MAX as u64) as u32;
     let out_bytes = (out_words as u64 * 4).min(u32::MAX as u64) as u32;
@@ -323,12 +323,25 @@ pub fn lz4_decode(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> u32
         code = status_code::SHORT_OUTPUT;
         err_at = ip;
     }
-    if code == status_code::OK && dst_size & 3 != 0 {
+    let word = code | ((err_at - src_start) << 8);
+    finish_block(buf.output, dst, dst_size, word, pending);
+    word
+}
+
+/// The shader's `finish_block`: merges the last partial word (keeping the
+/// bytes past the block) when the status word says OK.
+pub(super) fn finish_block(
+    output: &mut [u32],
+    dst: Layout,
+    dst_size: u32,
+    word: u32,
+    pending: u32,
+) {
+    if word & 0xff == status_code::OK && dst_size & 3 != 0 {
         let pw = phys_word(dst, dst_size >> 2) as usize;
         let mask = (1u32 << ((dst_size & 3) * 8)) - 1;
-        buf.output[pw] = (buf.output[pw] & !mask) | (pending & mask);
+        output[pw] = (output[pw] & !mask) | (pending & mask);
     }
-    code | ((err_at - src_start) << 8)
 }
 
 /// Decodes one compressed block of `dst_size` bytes with the twin.

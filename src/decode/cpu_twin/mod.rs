@@ -3,8 +3,10 @@
 //! document in Rust what the shaders do.
 
 pub mod lz4_decode;
+pub mod lz4_decode_v2;
 
 pub use lz4_decode::{decode_block, lz4_decode};
+pub use lz4_decode_v2::{lz4_decode_v2, lz4_decode_v2_counted, Lz4DecodeCounts};
 pub mod stored_copy;
 pub use stored_copy::stored_copy;
 pub mod crc32c;

@@ -2,7 +2,7 @@
 //! way the runtime's staging does it, runnable on the GPU and on the twin
 //! with the same bytes: the harness of the tests, benches and tools.
 
-use crate::decode::cpu_twin::lz4_decode;
+use crate::decode::cpu_twin::{lz4_decode, lz4_decode_v2_counted, Lz4DecodeCounts};
 use crate::decode::gpu::lz4_decode::{read_buffer, Lz4DecodePipeline, Lz4EncodeError};
 use crate::decode::Lz4BlockDesc;
 use crate::gpu::GpuContext;
@@ -108,6 +108,43 @@ impl Lz4Batch {
             .map(|d| lz4_decode(d, &input, &mut output))
             .collect();
         Lz4BatchResult { output, status }
+    }
+
+    /// Runs the twin of `pipeline`'s variant (v1 or v2, with its window
+    /// size) over the batch, like [`Self::run_twin`], and adds up what the
+    /// v2 twin counts (sequences, barriers, window loads; v1's barriers are
+    /// counted as one per pass, as it runs them).
+    pub fn run_twin_for(
+        &self,
+        pipeline: &Lz4DecodePipeline,
+        initial: &[u32],
+    ) -> (Lz4BatchResult, Lz4DecodeCounts) {
+        let input = self.input_words();
+        let mut output = initial.to_vec();
+        let mut total = Lz4DecodeCounts::default();
+        let status = self
+            .descs
+            .iter()
+            .map(|d| {
+                if pipeline.path().is_v2() {
+                    let (word, counts) =
+                        lz4_decode_v2_counted(d, &input, &mut output, pipeline.window_words());
+                    total.sequences += counts.sequences;
+                    total.barriers += counts.barriers;
+                    total.window_loads += counts.window_loads;
+                    word
+                } else {
+                    // Counted with a v2 run first (same sequences; it writes
+                    // the same words v1 then writes again); v1 barriers after
+                    // each pass.
+                    let (_, counts) = lz4_decode_v2_counted(d, &input, &mut output, 32);
+                    total.sequences += counts.sequences;
+                    total.barriers += counts.sequences;
+                    lz4_decode(d, &input, &mut output)
+                }
+            })
+            .collect();
+        (Lz4BatchResult { output, status }, total)
     }
 
     /// Runs the batch on the GPU in one dispatch on an output buffer that

@@ -1,6 +1,8 @@
 //! The pipeline that runs `shaders/lz4_decode.wgsl` (twin:
-//! `decode::cpu_twin::lz4_decode`): many LZ4 blocks per dispatch, one
-//! workgroup per block, a status word per block.
+//! `decode::cpu_twin::lz4_decode`) and its v2 entry point
+//! `shaders/lz4_decode_v2.wgsl` (twin: `decode::cpu_twin::lz4_decode_v2`):
+//! many LZ4 blocks per dispatch, one workgroup per block, a status word per
+//! block.
 
 use crate::decode::{Lz4BlockDesc, Lz4Status};
 use crate::gpu::GpuContext;
@@ -9,9 +11,12 @@ use wgpu::util::DeviceExt;
 const SHADER_MAIN: &str = include_str!("../../../shaders/lz4_decode.wgsl");
 const SHADER_TAIL_PORTABLE: &str = include_str!("../../../shaders/lz4_tail_portable.wgsl");
 const SHADER_TAIL_SUBGROUP: &str = include_str!("../../../shaders/lz4_tail_subgroup.wgsl");
+const SHADER_V2: &str = include_str!("../../../shaders/lz4_decode_v2.wgsl");
+const SHADER_WINDOW_PORTABLE: &str = include_str!("../../../shaders/lz4_window_portable.wgsl");
+const SHADER_WINDOW_SUBGROUP: &str = include_str!("../../../shaders/lz4_window_subgroup.wgsl");
 const SUBGROUP_LANE_MARKER: &str = "/*@SUBGROUP_LANE_PARAM@*/";
 
-/// Lanes per workgroup on the portable path: one warp on NVIDIA, half a
+/// Lanes per workgroup on the portable paths: one warp on NVIDIA, half a
 /// wave64 on AMD; sequences are short, so wider groups mostly idle.
 const PORTABLE_WORKGROUP_SIZE: u32 = 32;
 
@@ -19,29 +24,102 @@ const PORTABLE_WORKGROUP_SIZE: u32 = 32;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Lz4DecodePath {
-    /// Subgroup operations (needs `wgpu::Features::SUBGROUP`); the workgroup
-    /// is sized to the adapter's subgroup size.
+    /// v1 with subgroup operations (needs `wgpu::Features::SUBGROUP`); the
+    /// workgroup is sized to the adapter's subgroup size.
     Subgroup,
-    /// Plain WGSL that every adapter runs; 32-lane workgroups.
+    /// v1 in plain WGSL that every adapter runs; 32-lane workgroups.
     Portable,
+    /// v2 (`lz4_decode_v2`): headers from a subgroup-held window read with
+    /// shuffles, barriers only where a match reads fresh output, linear
+    /// fast path. Needs `Features::SUBGROUP`; one subgroup per workgroup.
+    SubgroupV2,
+    /// v2 without subgroups: the same loop and barrier rule, headers read
+    /// from the input binding; 32-lane workgroups.
+    PortableV2,
+}
+
+impl Lz4DecodePath {
+    /// Every variant, v2 first.
+    pub const ALL: [Lz4DecodePath; 4] = [
+        Lz4DecodePath::SubgroupV2,
+        Lz4DecodePath::PortableV2,
+        Lz4DecodePath::Subgroup,
+        Lz4DecodePath::Portable,
+    ];
+
+    /// A short name (benches, JSON, `GPUSTREAM_BENCH_PATH`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Lz4DecodePath::Subgroup => "subgroup",
+            Lz4DecodePath::Portable => "portable",
+            Lz4DecodePath::SubgroupV2 => "subgroup-v2",
+            Lz4DecodePath::PortableV2 => "portable-v2",
+        }
+    }
+
+    /// The variant called `name` (see [`Self::name`]).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether the variant needs `wgpu::Features::SUBGROUP`.
+    pub fn needs_subgroups(self) -> bool {
+        matches!(self, Lz4DecodePath::Subgroup | Lz4DecodePath::SubgroupV2)
+    }
+
+    /// Whether the variant runs the v2 entry point.
+    pub fn is_v2(self) -> bool {
+        matches!(self, Lz4DecodePath::SubgroupV2 | Lz4DecodePath::PortableV2)
+    }
+
+    fn entry_point(self) -> &'static str {
+        if self.is_v2() {
+            "lz4_decode_v2"
+        } else {
+            "lz4_decode"
+        }
+    }
 }
 
 /// The WGSL source of one variant, as the pipeline compiles it.
 pub fn shader_source(path: Lz4DecodePath) -> String {
-    match path {
-        Lz4DecodePath::Subgroup => format!(
-            "{}\n{}",
-            SHADER_MAIN.replace(
-                SUBGROUP_LANE_MARKER,
-                "@builtin(subgroup_invocation_id) sg_lane: u32,"
-            ),
-            SHADER_TAIL_SUBGROUP
-        ),
-        Lz4DecodePath::Portable => format!(
-            "{}\n{}",
-            SHADER_MAIN.replace(SUBGROUP_LANE_MARKER, ""),
-            SHADER_TAIL_PORTABLE
-        ),
+    let (lane_param, tail) = if path.needs_subgroups() {
+        (
+            "@builtin(subgroup_invocation_id) sg_lane: u32,",
+            SHADER_TAIL_SUBGROUP,
+        )
+    } else {
+        ("", SHADER_TAIL_PORTABLE)
+    };
+    let mut source = format!("{SHADER_MAIN}\n{tail}\n");
+    if path.is_v2() {
+        let window = if path.needs_subgroups() {
+            SHADER_WINDOW_SUBGROUP
+        } else {
+            SHADER_WINDOW_PORTABLE
+        };
+        source.push_str(SHADER_V2);
+        source.push('\n');
+        source.push_str(window);
+    }
+    source.replace(SUBGROUP_LANE_MARKER, lane_param)
+}
+
+/// The variant [`Lz4DecodePipeline::new`] builds for `device`: the subgroup
+/// path where the device has `Features::SUBGROUP`, the portable one
+/// otherwise; v2 on real GPUs (built for them: fewer barriers, no per-lane
+/// header re-reads), v1 on CPU adapters (lavapipe, llvmpipe), where v1
+/// measured 25-40% faster (docs/gpu-decode.md) because barriers cost a CPU
+/// driver little and v2's window bookkeeping is extra scalar work. The
+/// H200 run owed in docs/gpu-decode.md settles the GPU default.
+pub fn default_path(device: &wgpu::Device) -> Lz4DecodePath {
+    let subgroups = device.features().contains(wgpu::Features::SUBGROUP);
+    let cpu = device.adapter_info().device_type == wgpu::DeviceType::Cpu;
+    match (subgroups, cpu) {
+        (true, false) => Lz4DecodePath::SubgroupV2,
+        (false, false) => Lz4DecodePath::PortableV2,
+        (true, true) => Lz4DecodePath::Subgroup,
+        (false, true) => Lz4DecodePath::Portable,
     }
 }
 
@@ -117,6 +195,7 @@ pub struct Lz4DecodePipeline {
     bind_group_layout: wgpu::BindGroupLayout,
     path: Lz4DecodePath,
     workgroup_size: u32,
+    window_words: u32,
 }
 
 fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -133,30 +212,33 @@ fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
 }
 
 impl Lz4DecodePipeline {
-    /// Builds the pipeline for `device`: the subgroup path when the device
-    /// has `Features::SUBGROUP`, the portable path otherwise.
+    /// Builds the pipeline for `device` with [`default_path`].
     pub fn new(device: &wgpu::Device) -> Self {
-        let path = if device.features().contains(wgpu::Features::SUBGROUP) {
-            Lz4DecodePath::Subgroup
-        } else {
-            Lz4DecodePath::Portable
-        };
-        Self::with_path(device, path).expect("the path was chosen from the device's features")
+        Self::with_path(device, default_path(device))
+            .expect("the path was chosen from the device's features")
     }
 
-    /// Builds the pipeline for a given path (tests use it to run both).
+    /// Builds the pipeline for a given path (tests and benches use it to
+    /// run every variant).
     pub fn with_path(device: &wgpu::Device, path: Lz4DecodePath) -> Result<Self, Lz4PipelineError> {
-        let workgroup_size = match path {
-            Lz4DecodePath::Subgroup => {
-                if !device.features().contains(wgpu::Features::SUBGROUP) {
-                    return Err(Lz4PipelineError::SubgroupsUnsupported);
-                }
-                // One subgroup per workgroup where the driver's size is fixed;
-                // clamped to what every device's workgroup limit allows.
-                device.adapter_info().subgroup_max_size.clamp(4, 64)
-            }
-            Lz4DecodePath::Portable => PORTABLE_WORKGROUP_SIZE,
+        if path.needs_subgroups() && !device.features().contains(wgpu::Features::SUBGROUP) {
+            return Err(Lz4PipelineError::SubgroupsUnsupported);
+        }
+        let info = device.adapter_info();
+        let (workgroup_size, window_words) = if path.needs_subgroups() {
+            // One subgroup per workgroup where the driver's size is fixed
+            // (NVIDIA 32, lavapipe 8); clamped to what every device's
+            // workgroup limit allows. The window is the smallest subgroup,
+            // so every lane it names exists whatever size the driver picks.
+            (
+                info.subgroup_max_size.clamp(4, 64),
+                info.subgroup_min_size.clamp(4, 64),
+            )
+        } else {
+            (PORTABLE_WORKGROUP_SIZE, PORTABLE_WORKGROUP_SIZE)
         };
+        // WIN exists only in the v2 modules.
+        let constants = [("WG", workgroup_size as f64), ("WIN", window_words as f64)];
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("lz4_decode"),
             source: wgpu::ShaderSource::Wgsl(shader_source(path).into()),
@@ -189,9 +271,9 @@ impl Lz4DecodePipeline {
             label: Some("lz4_decode"),
             layout: Some(&layout),
             module: &module,
-            entry_point: Some("lz4_decode"),
+            entry_point: Some(path.entry_point()),
             compilation_options: wgpu::PipelineCompilationOptions {
-                constants: &[("WG", workgroup_size as f64)],
+                constants: &constants[..if path.is_v2() { 2 } else { 1 }],
                 // The shader uses no workgroup memory.
                 zero_initialize_workgroup_memory: false,
             },
@@ -202,6 +284,7 @@ impl Lz4DecodePipeline {
             bind_group_layout,
             path,
             workgroup_size,
+            window_words,
         })
     }
 
@@ -213,6 +296,11 @@ impl Lz4DecodePipeline {
     /// Lanes per workgroup (one workgroup decodes one block).
     pub fn workgroup_size(&self) -> u32 {
         self.workgroup_size
+    }
+
+    /// Input words in v2's header window (the twin's `window_words`).
+    pub fn window_words(&self) -> u32 {
+        self.window_words
     }
 
     /// Records one dispatch decoding `block_count` blocks.
@@ -643,13 +731,11 @@ mod tests {
     }
 
     #[test]
-    fn portable_shader_validates() {
-        validate(Lz4DecodePath::Portable);
-    }
-
-    #[test]
-    fn subgroup_shader_validates() {
-        validate(Lz4DecodePath::Subgroup);
+    fn every_variant_validates() {
+        for path in Lz4DecodePath::ALL {
+            validate(path);
+            assert_eq!(Lz4DecodePath::from_name(path.name()), Some(path));
+        }
     }
 
     #[test]

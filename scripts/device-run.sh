@@ -1,0 +1,176 @@
+#!/bin/bash
+# The one-shot GPU-machine run of issue #11 (docs/gpu-decode.md, "H200").
+#
+# Here (the build machine), stage the binaries:
+#     scripts/device-run.sh --stage
+# builds the release binaries, the gpu_lz4 bench and two examples, and hands
+# them with the Vulkan loader kit to ../shared/device/stage.sh (into .gpu/).
+# Then, on the GPU machine (device tool, carry [".gpu"], timeout 540):
+#     bash scripts/device-run.sh
+# It needs no cargo there. It runs, each step under its own time limit so the
+# whole run ends within 8 minutes, and writes everything as JSON under $OUT
+# (default target/device-out):
+#   1. staging-memory.json   which Vulkan memory type staging buffers land in
+#                            (examples/staging_memory_probe.rs)
+#   2. gpu_lz4.json          the decoder bench, every variant, 1k-16k blocks
+#                            of the demo pack, its BC7 tiles, mixed binaries
+#   3. bench-verify.json     gpustream bench --buffered, gpu-lz4/cpu-lz4/none,
+#      bench-noverify.json   staging 64/256/1024 MiB, checksums on and off
+#   4. vt-bench.json         the virtual-texturing --benchmark summary
+#   steps.json               each step's command, exit status and seconds
+# and prints a short table last. Logs of every step sit beside the JSON.
+#
+# Quick mode (tiny sizes; what this 2-core machine with lavapipe allows):
+#     DEVICE_RUN_QUICK=1 WGPU_BACKEND=vulkan bash scripts/device-run.sh
+# Binaries come from $DEVICE_RUN_BIN (default .gpu/, else target/release).
+set -u
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+
+if [ "${1:-}" = "--stage" ]; then
+    set -e
+    cargo build --release --bins --examples
+    bench=$(cargo bench --bench gpu_lz4 --no-run --message-format=json 2>/dev/null |
+        grep -o '"executable":"[^"]*gpu_lz4-[^"]*"' | tail -1 | cut -d'"' -f4)
+    kit=${DEVICE_KIT:-}
+    for k in ../shared/device ../../shared/device /work/shared/device; do
+        [ -z "$kit" ] && [ -x "$k/stage.sh" ] && kit=$k
+    done
+    cp "$bench" target/release/gpu_lz4_bench
+    files=(target/release/gpustream target/release/gpu_lz4_bench
+        target/release/examples/virtual_texturing target/release/examples/staging_memory_probe)
+    if [ -d .git ]; then
+        "$kit/stage.sh" "${files[@]}"
+    else
+        # A git worktree: .git is a file, which stage.sh's exclude step
+        # cannot write through; the same staging, with git's own path.
+        exclude=$(git rev-parse --git-path info/exclude)
+        mkdir -p "$(dirname "$exclude")"
+        grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
+        rm -rf .gpu && mkdir -p .gpu/gl
+        cp "$kit"/gl/*.deb .gpu/gl/ && cp "$kit/prelude.sh" .gpu/ && cp "${files[@]}" .gpu/
+    fi
+    # Release builds carry debug info here (about 300 MiB in all); the
+    # device tool carries at most 64 MiB, so the staged copies are stripped.
+    for f in "${files[@]}"; do strip ".gpu/$(basename "$f")"; done
+    du -sh .gpu
+    exit 0
+fi
+
+OUT=${OUT:-target/device-out}
+mkdir -p "$OUT"
+quick=${DEVICE_RUN_QUICK:-0}
+bin=${DEVICE_RUN_BIN:-}
+if [ -z "$bin" ]; then
+    if [ -x .gpu/gpustream ]; then bin=.gpu; else bin=target/release; fi
+fi
+if [ -f "$bin/prelude.sh" ] && [ -z "${DEVICE_RUN_NO_PRELUDE:-}" ]; then
+    # shellcheck disable=SC1091
+    source "$bin/prelude.sh"
+fi
+export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
+# Staged binaries sit flat in .gpu/; in target/release examples have their
+# own folder.
+example() { if [ -x "$bin/$1" ]; then echo "$bin/$1"; else echo "$bin/examples/$1"; fi; }
+lz4bench=$bin/gpu_lz4_bench
+[ -x "$lz4bench" ] || lz4bench=$(ls -t target/release/deps/gpu_lz4-* 2>/dev/null | grep -v '\.d$' | head -1)
+work=${DEVICE_RUN_WORK:-target/device-work}
+mkdir -p "$work"
+
+if [ "$quick" = 1 ]; then
+    lz4_args=(--batches 16,32 --runs 1 --demo-size 4MiB)
+    bench_args=(--staging 64 --demo-mib 16 --iters 1)
+    vt_args=(--textures 2 --size 1024 --format bc7 --pool 64 --frames 30)
+    probe_sizes=64,256
+    limits=(60 240 120 120 120)
+else
+    lz4_args=(--batches 1024,2048,4096,8192,16384 --runs 5 --demo-size 1536MiB)
+    bench_args=(--staging 64,256,1024 --demo-mib 1024)
+    vt_args=()
+    probe_sizes=64,256,1024
+    # Seconds per step: probe, decoder bench, bench x2, VT (sum 450 s;
+    # the first bench run builds its 1 GiB demo pack).
+    limits=(30 190 100 70 60)
+fi
+
+json_str() {
+    local s=${1//\\/\\\\}
+    s=${s//\"/\\\"}
+    s=${s//$'\t'/ }
+    printf '"%s"' "$s"
+}
+
+steps=()
+# step NAME LIMIT COMMAND...: runs it under `timeout`, logs to $OUT/NAME.log.
+step() {
+    local name=$1 limit=$2
+    shift 2
+    echo "== $name: $*" >&2
+    local t0=$SECONDS
+    timeout --kill-after=10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    local dt=$((SECONDS - t0))
+    echo "== $name: exit $rc after ${dt} s" >&2
+    steps+=("{\"step\": $(json_str "$name"), \"command\": $(json_str "$*"), \"exit\": $rc, \"seconds\": $dt, \"timed_out\": $([ $rc = 124 ] || [ $rc = 137 ] && echo true || echo false)}")
+    return $rc
+}
+
+step staging-memory "${limits[0]}" "$(example staging_memory_probe)" "$probe_sizes" --json "$OUT/staging-memory.json"
+step gpu_lz4 "${limits[1]}" "$lz4bench" "${lz4_args[@]}" --demo-pack "$work/demo-lz4.gspk" --json "$OUT/gpu_lz4.json"
+bench=("$bin/gpustream" bench --buffered --cases gpu-lz4,cpu-lz4,none "${bench_args[@]}")
+step bench-verify "${limits[2]}" "${bench[@]}" --json "$OUT/bench-verify.json"
+if "$bin/gpustream" bench --help 2>/dev/null | grep -q -- --no-verify; then
+    step bench-noverify "${limits[3]}" "${bench[@]}" --no-verify --json "$OUT/bench-noverify.json"
+else
+    echo '{"skipped": "this gpustream has no bench --no-verify flag yet"}' >"$OUT/bench-noverify.json"
+    steps+=('{"step": "bench-noverify", "skipped": "no --no-verify flag in this gpustream"}')
+fi
+step vt-bench "${limits[4]}" "$(example virtual_texturing)" --benchmark "${vt_args[@]}" --stats "$OUT/vt-bench.csv"
+vt_rc=$?
+{
+    printf '{"exit": %s, "csv": "vt-bench.csv", "summary": [' "$vt_rc"
+    sep=
+    while IFS= read -r line; do
+        printf '%s%s' "$sep" "$(json_str "$line")"
+        sep=', '
+    done < <(tail -n 25 "$OUT/vt-bench.log")
+    printf ']}\n'
+} >"$OUT/vt-bench.json"
+
+{
+    printf '{"quick": %s, "adapter_line": %s, "steps": [' "$([ "$quick" = 1 ] && echo true || echo false)" \
+        "$(json_str "$(grep -m1 '^# gpu_lz4 on' "$OUT/gpu_lz4.log" 2>/dev/null)")"
+    sep=
+    for s in "${steps[@]}"; do
+        printf '%s%s' "$sep" "$s"
+        sep=', '
+    done
+    printf ']}\n'
+} >"$OUT/steps.json"
+
+# The short table, last.
+echo
+echo "## staging memory"
+grep '^staging' "$OUT/staging-memory.log" || tail -n 3 "$OUT/staging-memory.log"
+echo
+echo "## decoder (gpu_lz4), largest batch per corpus and variant"
+grep '^| corpus\|^| ---' "$OUT/gpu_lz4.log" | head -2
+for c in demo bc7 binary; do
+    last=$(awk -F'|' -v c=" $c " '$2 == c && $3 != " - " {print $5 + 0}' "$OUT/gpu_lz4.log" | sort -n | tail -1)
+    [ -n "$last" ] && awk -F'|' -v c=" $c " -v n="$last" '$2 == c && $3 != " - " && $5 + 0 == n' "$OUT/gpu_lz4.log"
+done
+grep -m3 'panicked' "$OUT/gpu_lz4.log"
+echo
+echo "## end to end (gpustream bench), checksums on / off"
+for f in bench-verify bench-noverify; do
+    [ -f "$OUT/$f.log" ] || continue
+    echo "### $f"
+    grep -A5 '^case ' "$OUT/$f.log" | grep -v '^where' || tail -n 5 "$OUT/$f.log"
+done
+echo
+echo "## virtual texturing --benchmark"
+tail -n 8 "$OUT/vt-bench.log"
+echo
+echo "## steps"
+cat "$OUT/steps.json"

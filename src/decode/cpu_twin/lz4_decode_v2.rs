@@ -1,0 +1,388 @@
+//! Twin of `shaders/lz4_decode_v2.wgsl` (entry point `lz4_decode_v2`): one
+//! block decoded the way one workgroup of the v2 shader decodes it, with the
+//! same header window and the same barrier decisions.
+//!
+//! The window is modelled as the words the subgroup's lanes hold: header
+//! bytes are read from that copy, not from the input, so a window that fails
+//! to cover a header byte gives a different result here, and the tests that
+//! hold this twin to the v1 twin (and to lz4_flex) catch it. The barriers the
+//! shader would execute are counted, for the bench and the docs.
+
+use super::lz4_decode::{check_desc, finish_block, phys_word, Buffers, Sequence};
+use crate::decode::{status_code, Lz4BlockDesc};
+
+/// Largest window the twin models (the shader's `WIN`, the adapter's
+/// subgroup size; 128 lanes is the widest subgroup any API reports).
+pub const MAX_WINDOW_WORDS: u32 = 128;
+
+/// No output word written since the last barrier (the shader's `NO_WORD`).
+const NO_WORD: u32 = u32::MAX;
+
+/// What one block's decode did, counted the way the shader's loop runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lz4DecodeCounts {
+    /// Sequences decoded (copy passes run).
+    pub sequences: u32,
+    /// Barriers executed (v1 executes one after every pass that writes a word).
+    pub barriers: u32,
+    /// Window loads (one coalesced load of `WIN` words each).
+    pub window_loads: u32,
+}
+
+/// The lanes' window: `words[j]` is input word `word + j`.
+struct Window {
+    word: u32,
+    words: [u32; MAX_WINDOW_WORDS as usize],
+    size: u32,
+    loads: u32,
+}
+
+impl Window {
+    /// The shader's `window_load` run by every lane.
+    fn load(&mut self, input: &[u32], word: u32) {
+        self.word = word;
+        for j in 0..self.size {
+            self.words[j as usize] = input
+                .get(word.wrapping_add(j) as usize)
+                .copied()
+                .unwrap_or(0);
+        }
+        self.loads += 1;
+    }
+
+    /// The shader's `window_cover`.
+    fn cover(&mut self, input: &[u32], addr: u32, n: u32) {
+        if ((addr + n - 1) >> 2).wrapping_sub(self.word) >= self.size {
+            self.load(input, addr >> 2);
+        }
+    }
+
+    /// The shader's `window_byte` (a shuffle from lane `addr / 4 - word`).
+    fn byte(&self, addr: u32) -> u32 {
+        let lane = (addr >> 2).wrapping_sub(self.word);
+        let w = self.words.get(lane as usize).copied().unwrap_or(0);
+        (w >> ((addr & 3) * 8)) & 0xff
+    }
+
+    /// The shader's `read_length_ext_win`.
+    fn read_length_ext(
+        &mut self,
+        input: &[u32],
+        ip: &mut u32,
+        src_end: u32,
+        limit: u32,
+    ) -> Result<u32, u32> {
+        let mut sum = 0u32;
+        loop {
+            if *ip >= src_end {
+                return Err(status_code::TRUNCATED);
+            }
+            self.cover(input, *ip, 1);
+            let b = self.byte(*ip);
+            *ip += 1;
+            sum += b;
+            if b != 255 {
+                return Ok(sum);
+            }
+            if sum > limit {
+                return Err(status_code::OUTPUT_OVERRUN);
+            }
+        }
+    }
+}
+
+/// Decodes the block `desc` describes as one workgroup of
+/// `lz4_decode_v2` with a `window_words`-word header window does (4 to
+/// [`MAX_WINDOW_WORDS`]; clamped), and returns the status word.
+///
+/// Never panics and never writes outside the block's output range.
+pub fn lz4_decode_v2(
+    desc: &Lz4BlockDesc,
+    input: &[u32],
+    output: &mut [u32],
+    window_words: u32,
+) -> u32 {
+    lz4_decode_v2_counted(desc, input, output, window_words).0
+}
+
+/// [`lz4_decode_v2`], also returning what the decode did.
+pub fn lz4_decode_v2_counted(
+    desc: &Lz4BlockDesc,
+    input: &[u32],
+    output: &mut [u32],
+    window_words: u32,
+) -> (u32, Lz4DecodeCounts) {
+    let mut counts = Lz4DecodeCounts::default();
+    let Some(dst) = check_desc(desc, input.len(), output.len()) else {
+        return (status_code::BAD_DESCRIPTOR, counts);
+    };
+    let buf = Buffers { input, output };
+
+    let src_start = desc.src_offset;
+    let src_end = desc.src_offset + desc.src_size;
+    let dst_size = desc.dst_size;
+    let mut ip = src_start;
+    let mut op = 0u32;
+    let mut pending = 0u32;
+    let mut code = status_code::OK;
+    let mut err_at = src_start;
+    let mut win = Window {
+        word: 0,
+        words: [0; MAX_WINDOW_WORDS as usize],
+        size: window_words.clamp(4, MAX_WINDOW_WORDS),
+        loads: 0,
+    };
+    win.load(input, ip >> 2);
+    let mut dirty = NO_WORD;
+
+    loop {
+        if ip >= src_end {
+            code = status_code::TRUNCATED;
+            err_at = ip;
+            break;
+        }
+        win.cover(input, ip, 1);
+        let token = win.byte(ip);
+        ip += 1;
+
+        let mut lit_len = token >> 4;
+        if lit_len == 15 {
+            match win.read_length_ext(input, &mut ip, src_end, dst_size - op) {
+                Ok(ext) => lit_len += ext,
+                Err(why) => {
+                    code = why;
+                    err_at = ip;
+                    break;
+                }
+            }
+        }
+        if lit_len > src_end - ip {
+            code = status_code::TRUNCATED;
+            err_at = ip;
+            break;
+        }
+        if lit_len > dst_size - op {
+            code = status_code::OUTPUT_OVERRUN;
+            err_at = ip;
+            break;
+        }
+        let lit_src = ip;
+        ip += lit_len;
+        let match_start = op + lit_len;
+
+        let last = ip >= src_end;
+        let mut offset = 0;
+        let mut match_len = 0;
+        if !last {
+            if src_end - ip < 2 {
+                code = status_code::TRUNCATED;
+                err_at = ip;
+                break;
+            }
+            win.cover(input, ip, 2);
+            offset = win.byte(ip) | (win.byte(ip + 1) << 8);
+            if offset == 0 {
+                code = status_code::ZERO_OFFSET;
+                err_at = ip;
+                break;
+            }
+            ip += 2;
+            match_len = 4 + (token & 15);
+            if match_len == 19 {
+                match win.read_length_ext(input, &mut ip, src_end, dst_size - match_start) {
+                    Ok(ext) => match_len += ext,
+                    Err(why) => {
+                        code = why;
+                        err_at = ip;
+                        break;
+                    }
+                }
+            }
+            if match_len > dst_size - match_start {
+                code = status_code::OUTPUT_OVERRUN;
+                err_at = ip;
+                break;
+            }
+            if offset > match_start {
+                code = status_code::OFFSET_OUT_OF_RANGE;
+                err_at = ip;
+                break;
+            }
+            // The next token's window, loaded before the copy pass.
+            if ip < src_end {
+                win.cover(input, ip, 1);
+            }
+        }
+
+        let seq = Sequence {
+            lit_start: op,
+            match_start,
+            end: match_start + match_len,
+            lit_src,
+            offset,
+            pending,
+        };
+
+        // The barrier decision: does the match read an output word written
+        // since the last barrier?
+        if offset != 0 {
+            let src_lo = match_start - offset;
+            let out_hi = op & !3;
+            if src_lo < out_hi {
+                let read_end = (src_lo + offset.min(match_len)).min(out_hi);
+                if (read_end - 1) >> 2 >= dirty {
+                    counts.barriers += 1;
+                    dirty = NO_WORD;
+                }
+            }
+        }
+
+        // The cooperative pass (linear and row layouts write the same words;
+        // the shader only addresses them differently).
+        let first_word = op >> 2;
+        let end_word = seq.end >> 2;
+        for w in first_word..end_word {
+            let value = buf.sequence_word(dst, seq, w * 4);
+            let at = if dst.row_words == 0 {
+                dst.word0 + w
+            } else {
+                phys_word(dst, w)
+            };
+            buf.output[at as usize] = value;
+        }
+        if end_word != first_word && dirty == NO_WORD {
+            dirty = first_word;
+        }
+        pending = buf.sequence_tail(dst, seq);
+        op = seq.end;
+        counts.sequences += 1;
+        if last {
+            break;
+        }
+    }
+
+    if code == status_code::OK && op != dst_size {
+        code = status_code::SHORT_OUTPUT;
+        err_at = ip;
+    }
+    counts.window_loads = win.loads;
+    let word = code | ((err_at - src_start) << 8);
+    finish_block(buf.output, dst, dst_size, word, pending);
+    (word, counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::cpu_twin::lz4_decode::lz4_decode;
+
+    /// Bytes with literal runs, short and long repeats and every offset
+    /// class, so windows are crossed in every way.
+    fn sample(len: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            let r = next();
+            match r % 4 {
+                0 => out.extend((0..(r >> 8) % 300).map(|_| next() as u8)),
+                1 if !out.is_empty() => {
+                    let back = 1 + (r >> 8) as usize % out.len().min(70_000);
+                    let n = 4 + (r >> 32) as usize % 600;
+                    for _ in 0..n {
+                        out.push(out[out.len() - back]);
+                    }
+                }
+                2 => out.extend(std::iter::repeat_n((r >> 8) as u8, (r >> 16) as usize % 50)),
+                _ => out.extend(
+                    b"a window of header bytes"
+                        .iter()
+                        .take((r >> 8) as usize % 24),
+                ),
+            }
+        }
+        out.truncate(len);
+        out
+    }
+
+    fn words(bytes: &[u8], lead: usize) -> Vec<u32> {
+        let mut padded = vec![0x5Au8; lead];
+        padded.extend_from_slice(bytes);
+        padded.resize(padded.len().next_multiple_of(4) + 4, 0);
+        bytemuck::pod_collect_to_vec(&padded)
+    }
+
+    /// v2 (every window size) and v1 give the same status word and the same
+    /// output buffer, guards included, on valid, truncated and corrupted
+    /// blocks, linear and with padded rows.
+    #[test]
+    fn v2_twin_equals_v1_twin() {
+        let mut checked = 0;
+        for seed in 0..60u64 {
+            let len = [0, 1, 3, 4, 5, 17, 255, 1000, 4099, 65536][seed as usize % 10];
+            let data = sample(len, seed);
+            let mut packed = lz4_flex::block::compress(&data);
+            if seed % 3 == 1 && !packed.is_empty() {
+                // Corrupt a byte, or cut the block short.
+                let at = (seed as usize * 7919) % packed.len();
+                packed[at] ^= 1 << (seed % 8);
+            } else if seed % 3 == 2 {
+                packed.truncate(packed.len() * 2 / 3);
+            }
+            let lead = seed as usize % 4;
+            let input = words(&packed, lead);
+            let rows = (seed % 2 == 0).then_some((64, 256));
+            let mut desc = Lz4BlockDesc::linear(lead as u32, packed.len() as u32, 8, len as u32);
+            if let Some((b, p)) = rows {
+                desc = desc.with_rows(b, p);
+            }
+            let out_words = (8 + desc.dst_extent().unwrap() as usize) / 4 + 2;
+            let mut expected = vec![0xA5A5_A5A5u32; out_words];
+            let want = lz4_decode(&desc, &input, &mut expected);
+            for win in [4, 8, 16, 32, 64] {
+                let mut got = vec![0xA5A5_A5A5u32; out_words];
+                let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut got, win);
+                assert_eq!(word, want, "seed {seed}, window {win}: status");
+                assert!(got == expected, "seed {seed}, window {win}: output");
+                assert!(counts.barriers <= counts.sequences);
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 300);
+    }
+
+    /// Far fewer barriers than v1's one per pass on ordinary data, and at
+    /// least one where a match reads bytes written by the pass before.
+    #[test]
+    fn barriers_only_where_a_match_reads_fresh_words() {
+        let data = sample(65536, 3);
+        let packed = lz4_flex::block::compress(&data);
+        let input = words(&packed, 0);
+        let desc = Lz4BlockDesc::linear(0, packed.len() as u32, 0, data.len() as u32);
+        let mut out = vec![0u32; data.len() / 4];
+        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 32);
+        assert_eq!(word & 0xff, status_code::OK);
+        assert_eq!(bytemuck::cast_slice::<u32, u8>(&out), &data[..]);
+        assert!(counts.barriers * 2 < counts.sequences, "{counts:?}");
+
+        // The second sequence's match copies bytes the first pass wrote, so
+        // it must wait for them.
+        let src = b"0123456789abcdef!0123456789abcdef?0123456789abcdef+-*/=.,;:".to_vec();
+        let packed = lz4_flex::block::compress(&src);
+        let input = words(&packed, 0);
+        let desc = Lz4BlockDesc::linear(0, packed.len() as u32, 0, src.len() as u32);
+        let mut out = vec![0u32; src.len().div_ceil(4)];
+        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8);
+        assert_eq!(word & 0xff, status_code::OK);
+        assert_eq!(
+            &bytemuck::cast_slice::<u32, u8>(&out)[..src.len()],
+            &src[..]
+        );
+        assert!(counts.barriers >= 1, "{counts:?}");
+    }
+}
