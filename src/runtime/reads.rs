@@ -143,7 +143,11 @@ impl Reads {
                 .collect();
             (Target::Staging(slot), dest, parts)
         } else {
-            if self.bounce_bytes > 0 && self.bounce_bytes + a_len as u64 > self.bounce_limit {
+            // The limit counts the buffers' capacity (a pooled buffer serves
+            // any run up to `bounce_cap`), so the pool can hold every buffer
+            // in flight and no pass allocates fresh, zeroed ones.
+            let cap = a_len.max(self.bounce_cap) as u64;
+            if self.bounce_bytes > 0 && self.bounce_bytes + cap > self.bounce_limit {
                 return Err(parts);
             }
             // CPU parts bound for the GPU reserve their output now.
@@ -184,9 +188,9 @@ impl Reads {
             // The heap block does not move when the buffer moves into the Arc.
             let dest = buf.as_mut_ptr();
             let buf = Arc::new(buf);
-            self.bounce_bytes += a_len as u64;
+            self.bounce_bytes += cap;
             self.bounce_runs
-                .insert(self.next_run, (run_parts.len(), a_len as u64, buf.clone()));
+                .insert(self.next_run, (run_parts.len(), cap, buf.clone()));
             (Target::Bounce(buf), dest, run_parts)
         };
         let id = self.next_run;
@@ -292,7 +296,8 @@ impl Reads {
         // Workers drop their handle before reporting, so this is usually the
         // last one; a buffer still shared is simply freed.
         if let Ok(buf) = Arc::try_unwrap(buf) {
-            if buf.len() == self.bounce_cap && self.bounce_pool.len() < 64 {
+            let keep = (self.bounce_limit / self.bounce_cap as u64).max(1) as usize;
+            if buf.len() == self.bounce_cap && self.bounce_pool.len() < keep {
                 self.bounce_pool.push(buf);
             }
         }

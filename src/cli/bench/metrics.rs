@@ -79,6 +79,8 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
         gpu_ns: a.gpu_ns - b.gpu_ns,
         gpu_submits: a.gpu_submits - b.gpu_submits,
         gpu_dispatches: a.gpu_dispatches - b.gpu_dispatches,
+        lz4_dispatches: a.lz4_dispatches - b.lz4_dispatches,
+        copy_dispatches: a.copy_dispatches - b.copy_dispatches,
         gpu_commands: a.gpu_commands - b.gpu_commands,
         texture_copies: a.texture_copies - b.texture_copies,
         ..Default::default()
@@ -96,7 +98,16 @@ pub struct HostSide {
     pub submit_busy_s_per_gb: f64,
     /// CPU seconds the submission thread ran per GB delivered (schedstat).
     pub submit_cpu_s_per_gb: Option<f64>,
-    /// (GPU-decoded + GPU-copied blocks) / compute dispatches.
+    /// Seconds of the submission thread's time spent inside wgpu's
+    /// `Queue::submit`, per GB (`Runtime::wgpu_submit_time`). On the noop
+    /// backend this is where the recorded copies run, as host memcpys that
+    /// a GPU would do by DMA.
+    pub wgpu_submit_s_per_gb: f64,
+    /// The submission thread's CPU s/GB less its time inside wgpu's submit:
+    /// the runtime's own work (what issue #10's 0.02 s/GB target is about).
+    pub submit_own_s_per_gb: Option<f64>,
+    /// Blocks one decode dispatch puts in flight: LZ4 blocks per LZ4
+    /// dispatch, or (no LZ4) stored blocks per stored-copy dispatch.
     pub blocks_per_dispatch: Option<f64>,
     /// GPU commands recorded per MiB delivered.
     pub gpu_commands_per_mib: Option<f64>,
@@ -129,6 +140,7 @@ pub(super) fn host_side(
     cpu: f64,
     busy: Duration,
     busy_cpu: Option<Duration>,
+    wgpu_submit: Duration,
     shape: &PassShape,
 ) -> HostSide {
     let passes = shape.passes.max(1) as f64;
@@ -140,8 +152,16 @@ pub(super) fn host_side(
         cpu_s_per_gb: cpu / gb,
         submit_busy_s_per_gb: busy.as_secs_f64() / gb,
         submit_cpu_s_per_gb: busy_cpu.map(|c| c.as_secs_f64() / gb),
-        blocks_per_dispatch: (d.gpu_dispatches > 0)
-            .then(|| (d.blocks_gpu_decoded + d.blocks_copied) as f64 / d.gpu_dispatches as f64),
+        wgpu_submit_s_per_gb: wgpu_submit.as_secs_f64() / gb,
+        submit_own_s_per_gb: busy_cpu
+            .map(|c| (c.as_secs_f64() - wgpu_submit.as_secs_f64()).max(0.0) / gb),
+        blocks_per_dispatch: if d.lz4_dispatches > 0 {
+            Some(d.blocks_gpu_decoded as f64 / d.lz4_dispatches as f64)
+        } else if d.copy_dispatches > 0 {
+            Some(d.blocks_copied as f64 / d.copy_dispatches as f64)
+        } else {
+            None
+        },
         gpu_commands_per_mib: gpu_work.then(|| d.gpu_commands as f64 / mib),
         texture_copies_per_mip: (shape.texture_mips > 0 && gpu_work)
             .then(|| d.texture_copies as f64 / (shape.texture_mips as f64 * passes)),
@@ -196,7 +216,11 @@ pub(super) fn targets(
     match case {
         "gpu-lz4" if setting.noop => {
             t.push(at_most("CPU s/GB", 0.35, h.cpu_s_per_gb));
-            t.push(at_most("submit s/GB", 0.02, h.submit_busy_s_per_gb));
+            t.push(at_most(
+                "submit own CPU s/GB",
+                0.02,
+                h.submit_own_s_per_gb.unwrap_or(h.submit_busy_s_per_gb),
+            ));
             if staging_mib >= 256 {
                 t.push(at_least(
                     "blocks/dispatch",

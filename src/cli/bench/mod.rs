@@ -417,6 +417,7 @@ fn measure(
     plan.progress.inc(1);
     let warm = q.stats();
     let busy0 = rt.submit_thread_busy();
+    let wgpu0 = rt.wgpu_submit_time();
     let busy_cpu0 = metrics::submit_thread_cpu();
     let cpu0 = metrics::cpu_seconds();
     if plan.sustained {
@@ -447,6 +448,7 @@ fn measure(
     }
     let cpu = metrics::cpu_seconds() - cpu0;
     let busy = rt.submit_thread_busy().saturating_sub(busy0);
+    let wgpu_submit = rt.wgpu_submit_time().saturating_sub(wgpu0);
     let busy_cpu = metrics::submit_thread_cpu()
         .zip(busy_cpu0)
         .map(|(b, a)| b.saturating_sub(a));
@@ -462,6 +464,7 @@ fn measure(
         cpu,
         busy,
         busy_cpu,
+        wgpu_submit,
         &metrics::PassShape {
             delivered,
             texture_mips: sets[0].texture_mips,
