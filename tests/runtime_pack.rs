@@ -570,6 +570,7 @@ fn stream_textures(
     codec: Codec,
     gpu_decompression: bool,
     staging: u64,
+    stored_copy_on_gpu: Option<bool>,
 ) {
     let dir = tempfile::tempdir().unwrap();
     let (path, textures) = texture_pack(dir.path(), codec);
@@ -579,6 +580,7 @@ fn stream_textures(
         RuntimeConfig {
             staging_size: staging,
             gpu_decompression,
+            stored_copy_on_gpu,
             cpu_threads: 2,
             ..Default::default()
         },
@@ -742,11 +744,16 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
     };
     eprintln!("adapter: {}", ctx.describe());
     // GPU LZ4 decode, CPU LZ4 decode, zstd on CPU, stored blocks copied;
-    // the small staging buffer forces many chunk cycles.
-    stream_textures(&ctx, Codec::Lz4, true, 1 << 20);
-    stream_textures(&ctx, Codec::Lz4, false, 32 << 20);
-    stream_textures(&ctx, Codec::Zstd, true, 4 << 20);
-    stream_textures(&ctx, Codec::None, true, 2 << 20);
+    // the small staging buffer forces many chunk cycles. Stored blocks and
+    // CPU output go through the GPU's stored-copy pass into mip-shaped
+    // regions (the layout on hardware adapters), and laid out by the CPU
+    // for plain copies (the layout on software adapters).
+    for on_gpu in [Some(true), Some(false)] {
+        stream_textures(&ctx, Codec::Lz4, true, 1 << 20, on_gpu);
+        stream_textures(&ctx, Codec::Lz4, false, 32 << 20, on_gpu);
+        stream_textures(&ctx, Codec::Zstd, true, 4 << 20, on_gpu);
+        stream_textures(&ctx, Codec::None, true, 2 << 20, on_gpu);
+    }
 }
 
 #[test]

@@ -26,8 +26,9 @@ enum Kick {
 /// The handle the submission thread uses to tell the poll thread what
 /// wgpu owes it.
 pub(crate) struct GpuPoller {
-    tx: Sender<Kick>,
+    tx: Option<Sender<Kick>>,
     owed: Arc<AtomicUsize>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// A callback the poll thread is owed; call [`Owed::paid`] inside it.
@@ -46,10 +47,14 @@ impl GpuPoller {
         let (tx, rx) = crossbeam::channel::unbounded();
         let owed = Arc::new(AtomicUsize::new(0));
         let o = owed.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("gpustream-poll".into())
             .spawn(move || poll_loop(device, rx, o))?;
-        Ok(GpuPoller { tx, owed })
+        Ok(GpuPoller {
+            tx: Some(tx),
+            owed,
+            thread: Some(thread),
+        })
     }
 
     /// Counts a callback about to be registered (before `submit` or
@@ -61,12 +66,27 @@ impl GpuPoller {
 
     /// A submission whose callbacks are owed.
     pub fn submitted(&self, index: wgpu::SubmissionIndex) {
-        let _ = self.tx.send(Kick::Submitted(index));
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Kick::Submitted(index));
+        }
     }
 
     /// A `map_async` whose callback is owed.
     pub fn mapping(&self) {
-        let _ = self.tx.send(Kick::Mapping);
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Kick::Mapping);
+        }
+    }
+}
+
+impl Drop for GpuPoller {
+    /// Stops the poll thread and waits for it, so no thread of ours is
+    /// inside the driver once the runtime is gone (or the process exits).
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 

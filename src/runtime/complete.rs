@@ -27,6 +27,9 @@ pub(crate) struct JobTable {
     jobs: HashMap<u64, Job>,
     /// The most staging bytes in use at once, for the stats.
     pub staging_peak: u64,
+    /// Whether CPU parts bound for the GPU are laid out by the CPU (see
+    /// `Part::pitched`); assembled packed mips follow it.
+    pub pitched_cpu_output: bool,
 }
 
 /// What ending a part asks of the submission thread.
@@ -38,6 +41,14 @@ pub(crate) enum Next {
 }
 
 impl JobTable {
+    /// An empty table; `pitched_cpu_output` as in `Part::pitched`.
+    pub fn new(pitched_cpu_output: bool) -> JobTable {
+        JobTable {
+            pitched_cpu_output,
+            ..JobTable::default()
+        }
+    }
+
     /// Takes a job in; its parts are returned for scheduling.
     pub fn insert(&mut self, mut spec: JobSpec) -> (u64, Vec<Part>) {
         let id = spec.id;
@@ -144,6 +155,7 @@ impl JobTable {
                                 codec: Codec::None,
                             },
                             take: 0..len,
+                            pitched: self.pitched_cpu_output,
                             place,
                             class: Class::Cpu,
                         }

@@ -190,6 +190,24 @@ pub(crate) fn decode_part(
                     0,
                 );
             }
+            if let (true, Place::Texture { layout, .. }) = (part.pitched, &part.place) {
+                if layout.row_pitch != layout.row_bytes && layout.rows > 1 {
+                    // Rows at the destination's pitch, for a plain copy.
+                    let (rb, rp) = (layout.row_bytes as usize, layout.row_pitch as usize);
+                    return with_scratch(size, |scratch| {
+                        match decode_block(part, stored, scratch) {
+                            Ok(()) => {
+                                let src = &scratch[take.clone()];
+                                for (r, row) in src.chunks(rb).enumerate() {
+                                    out[r * rp..r * rp + row.len()].copy_from_slice(row);
+                                }
+                                (Ok(()), take.len() as u64)
+                            }
+                            Err(e) => (Err(e), 0),
+                        }
+                    });
+                }
+            }
             let (body, pad) = out.split_at_mut(take.len());
             // Buffer copies move whole words: the slot's tail is zeroed.
             pad.fill(0);

@@ -75,6 +75,7 @@ impl Dispatcher {
             None => (None, crossbeam::channel::never()),
         };
         let reads = Reads::new(rt.config.io.max_read, bounce_limit);
+        let pitched_cpu_output = !rt.stored_on_gpu;
         Ok(Dispatcher {
             rt,
             cmds,
@@ -84,7 +85,7 @@ impl Dispatcher {
             cpu_tx,
             gpu_rx,
             pool: cpu_decode::Pool::new(cpu_threads)?,
-            jobs: JobTable::default(),
+            jobs: JobTable::new(pitched_cpu_output),
             schedule: Schedule::default(),
             reads,
             gpu,

@@ -90,7 +90,8 @@ struct Open {
 /// Which table a live entry's descriptor went to, and its index there.
 #[derive(Clone, Copy)]
 struct Slots {
-    decode: (bool, u32),
+    /// (LZ4 table?, index); `None` for a part copied as it is (`pitched`).
+    decode: Option<(bool, u32)>,
     check: Option<u32>,
 }
 
@@ -194,6 +195,14 @@ impl GpuBatcher {
             noop,
             submit_ns,
         })
+    }
+
+    /// Whether the adapter is a CPU rasteriser (lavapipe, llvmpipe GL), on
+    /// which compute passes are slow CPU work. wgpu's noop backend also says
+    /// `Cpu` but runs nothing, so it counts as hardware here.
+    pub fn software_adapter(&self) -> bool {
+        let info = self.device.adapter_info();
+        info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::Noop
     }
 
     /// Whether LZ4 blocks are decoded here.
@@ -326,6 +335,10 @@ impl GpuBatcher {
             self.free.push(open.res);
             return;
         }
+        // Parts the CPU already laid out for their destination: one plain
+        // copy each, straight from the batch input.
+        let (direct, live): (Vec<Entry>, Vec<Entry>) =
+            live.into_iter().partition(|e| e.part.pitched);
         let dests: Vec<Option<PartDest<'_>>> = live
             .iter()
             .map(|e| part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.spec.destination)))
@@ -366,7 +379,7 @@ impl GpuBatcher {
                     Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size)
                         .with_rows(row_bytes, row_pitch),
                 );
-                (true, lz4.len() as u32 - 1)
+                Some((true, lz4.len() as u32 - 1))
             } else {
                 let size = match &e.part.place {
                     Place::Texture { layout, .. } => layout.tight_size() as u32,
@@ -375,7 +388,7 @@ impl GpuBatcher {
                 stored.push(
                     Lz4BlockDesc::linear(src, size, dst, size).with_rows(row_bytes, row_pitch),
                 );
-                (false, stored.len() as u32 - 1)
+                Some((false, stored.len() as u32 - 1))
             };
             let check = e.check.map(|expected| {
                 checks.push(BlockCheckDesc::new(src, e.len, expected));
@@ -453,8 +466,34 @@ impl GpuBatcher {
             );
             dispatches += 1;
         }
-        let (copies, texture_copies) = record_copies(&mut enc, &res.output, &plan.copies);
+        let (copies, mut texture_copies) = record_copies(&mut enc, &res.output, &plan.copies);
         commands += copies + dispatches;
+        for e in direct {
+            match part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.spec.destination)) {
+                Some(d) => {
+                    texture_copies += record_direct(&mut enc, &res.input, e.src, &d);
+                    commands += 1;
+                    entries.push((
+                        e,
+                        Slots {
+                            decode: None,
+                            check: None,
+                        },
+                    ));
+                }
+                None => {
+                    if let Some(j) = jobs.get(e.part.job) {
+                        j.spec.ctl.end_gpu();
+                    }
+                    done.push((
+                        e.part,
+                        Err(RequestError::Internal(
+                            "a GPU part lost its destination".into(),
+                        )),
+                    ));
+                }
+            }
+        }
         if words > 0 {
             for (i, status) in res.status.iter().enumerate() {
                 enc.copy_buffer_to_buffer(
@@ -593,7 +632,9 @@ fn verdict(
             });
         }
     }
-    let (lz4, i) = slots.decode;
+    let Some((lz4, i)) = slots.decode else {
+        return Ok(());
+    };
     let st = Lz4Status::from_word(word(if lz4 { 0 } else { 1 }, i));
     if st.is_ok() {
         Ok(())
@@ -603,6 +644,53 @@ fn verdict(
             offset: e.part.block.offset,
             reason: format!("{}: {st:?}", if lz4 { "LZ4 decode" } else { "stored copy" }),
         })
+    }
+}
+
+/// Records the copy of a part whose bytes sit at `src` of `input` already
+/// laid out for its destination; returns 1 for a texture copy.
+fn record_direct(
+    enc: &mut wgpu::CommandEncoder,
+    input: &wgpu::Buffer,
+    src: u64,
+    dest: &PartDest<'_>,
+) -> u64 {
+    match dest {
+        PartDest::Buffer {
+            buffer,
+            offset,
+            len,
+        } => {
+            enc.copy_buffer_to_buffer(input, src, buffer, *offset, len.next_multiple_of(4));
+            0
+        }
+        PartDest::Texture {
+            texture,
+            mip,
+            origin,
+            width,
+            height,
+            layout,
+        } => {
+            enc.copy_buffer_to_texture(
+                wgpu::TexelCopyBufferInfo {
+                    buffer: input,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: src,
+                        bytes_per_row: Some(layout.row_pitch),
+                        rows_per_image: Some(layout.rows),
+                    },
+                },
+                wgpu::TexelCopyTextureInfo {
+                    texture,
+                    mip_level: *mip,
+                    origin: *origin,
+                    aspect: wgpu::TextureAspect::All,
+                },
+                crate::destinations::texture::copy_extent(texture.format(), *width, *height),
+            );
+            1
+        }
     }
 }
 
@@ -650,7 +738,7 @@ impl Res {
         let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
         let check = std::mem::size_of::<BlockCheckDesc>() as u64;
         Res {
-            input: mk("input", caps.input, U::STORAGE | U::COPY_DST),
+            input: mk("input", caps.input, U::STORAGE | U::COPY_DST | U::COPY_SRC),
             output: mk("output", caps.output, U::STORAGE | U::COPY_SRC),
             lz4_descs: mk(
                 "lz4 descriptors",

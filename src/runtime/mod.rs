@@ -75,9 +75,17 @@ pub struct RuntimeConfig {
     /// Decode LZ4 blocks bound for the GPU with the WGSL decoder when the
     /// adapter can (default true); false forces the CPU path.
     pub gpu_decompression: bool,
-    /// Check the checksum of blocks that go to the GPU as stored (default
-    /// true). The check reads staging memory, which may be write-combined.
+    /// Check the crc32c of blocks the GPU reads from the pack (default
+    /// true), in a GPU pass over the bytes the decode pass reads anyway.
     pub verify_gpu_checksums: bool,
+    /// How stored blocks and CPU-decoded bytes reach GPU destinations.
+    /// `None` (default) picks by adapter: on a software adapter (lavapipe,
+    /// llvmpipe GL), where a compute pass *is* CPU work and a slow one, a CPU
+    /// thread writes the bytes into staging laid out for the destination and
+    /// plain copy commands deliver them; on any other adapter the GPU's
+    /// stored-copy pass lays them out (0 host copies for stored blocks).
+    /// `Some(true)` forces the GPU pass, `Some(false)` the CPU layout.
+    pub stored_copy_on_gpu: Option<bool>,
     /// Host memory for reads bound for CPU decode (default 64 MiB).
     pub bounce_limit: u64,
     /// Record every request, signal and submit to this file (see
@@ -97,6 +105,7 @@ impl Default for RuntimeConfig {
                 .unwrap_or(2),
             gpu_decompression: true,
             verify_gpu_checksums: true,
+            stored_copy_on_gpu: None,
             bounce_limit: 64 << 20,
             trace: None,
         }
@@ -165,6 +174,9 @@ pub(crate) struct RuntimeShared {
     pub engine: IoEngine,
     pub gpu: Option<GpuInfo>,
     pub gpu_lz4: bool,
+    /// Stored blocks and CPU output go to GPU destinations through the GPU's
+    /// stored-copy pass (else: laid out by CPU threads, copied directly).
+    pub stored_on_gpu: bool,
     pub cmds: Sender<job::Cmd>,
     pub next_job: AtomicU64,
     pub next_queue: std::sync::atomic::AtomicU32,
@@ -266,12 +278,18 @@ impl Runtime {
             staging_total: g.ring.chunk_size() * g.ring.chunk_count() as u64,
         });
         let gpu_lz4 = gpu_parts.as_ref().is_some_and(|g| g.decodes_lz4());
+        let stored_on_gpu = gpu_parts.as_ref().is_some_and(|g| {
+            config
+                .stored_copy_on_gpu
+                .unwrap_or_else(|| !g.software_adapter())
+        });
         let adapter_gpu = gpu_parts.is_some();
         let shared = Arc::new(RuntimeShared {
             config: config.clone(),
             engine,
             gpu: gpu_info,
             gpu_lz4,
+            stored_on_gpu,
             cmds: tx,
             next_job: AtomicU64::new(1),
             next_queue: std::sync::atomic::AtomicU32::new(0),

@@ -83,6 +83,11 @@ pub(crate) struct Part {
     pub take: Range<u32>,
     pub place: Place,
     pub class: Class,
+    /// A CPU part bound for the GPU whose bytes the CPU writes into staging
+    /// laid out for the destination (rows at its pitch), so a plain copy
+    /// command delivers them: the layout on software adapters (see
+    /// `RuntimeConfig::stored_copy_on_gpu`).
+    pub pitched: bool,
 }
 
 /// Slack for rounding a read run out to the file's direct-I/O alignment:
@@ -96,12 +101,15 @@ impl Part {
     }
 
     /// Bytes of staging a CPU part bound for the GPU writes: its slice,
-    /// tightly packed, padded to whole words. 0 for other parts.
+    /// tightly packed (or with rows at the destination's pitch when
+    /// `pitched`), padded to whole words. 0 for other parts.
     pub fn cpu_staged_len(&self) -> u64 {
-        if self.class == Class::Cpu && self.to_gpu() {
-            (self.take.end - self.take.start).next_multiple_of(4) as u64
-        } else {
-            0
+        match &self.place {
+            _ if self.class != Class::Cpu || !self.to_gpu() => 0,
+            Place::Texture { layout, .. } if self.pitched => {
+                layout.padded_size().next_multiple_of(4)
+            }
+            _ => (self.take.end - self.take.start).next_multiple_of(4) as u64,
         }
     }
 
@@ -110,6 +118,7 @@ impl Part {
     /// on a 256-byte boundary. 0 for parts that do not go to the GPU.
     pub fn gpu_out(&self) -> u64 {
         match &self.place {
+            _ if self.pitched => 0,
             Place::Texture { layout, .. } => {
                 (layout.row_pitch as u64 * layout.rows as u64).next_multiple_of(256)
             }
@@ -152,7 +161,8 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
     // The GPU passes read any byte offset and lay texture rows out at the
     // destination's pitch themselves, so stored and LZ4 blocks need no CPU.
     match block.codec {
-        Codec::None => Class::Raw,
+        Codec::None if rt.stored_on_gpu => Class::Raw,
+        Codec::None => Class::Cpu,
         Codec::Lz4 if rt.gpu_lz4 => Class::GpuLz4,
         _ => Class::Cpu,
     }
@@ -255,6 +265,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     block,
                     take: lo as u32..hi as u32,
                     place,
+                    pitched: class == Class::Cpu && !rt.stored_on_gpu,
                     class,
                 });
             }
@@ -337,6 +348,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 block,
                 take: 0..b.size,
                 place,
+                pitched: class == Class::Cpu && !rt.stored_on_gpu,
                 class,
             });
             delivered = b.size as u64;
@@ -424,6 +436,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     take: 0..b.size,
                     place: Place::Assemble { offset: offsets[i] },
                     class: Class::Cpu,
+                    pitched: false,
                 });
             }
             assembly = Some(Assembly {
@@ -490,6 +503,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     block,
                     take: 0..size,
                     place,
+                    pitched: class == Class::Cpu && !rt.stored_on_gpu,
                     class,
                 });
             }
