@@ -122,6 +122,9 @@ struct Outcome {
 
 /// Runs the binary with `args` in `cwd` under the data cap; kills it and
 /// fails past the time limit.
+// The child is reaped with wait4, which also returns its peak memory;
+// std's `Child::wait` cannot, so clippy cannot see the wait.
+#[allow(clippy::zombie_processes)]
 fn run(args: &[OsString], cwd: &Path) -> Outcome {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpustream"));
     cmd.args(args)
@@ -166,6 +169,8 @@ fn run(args: &[OsString], cwd: &Path) -> Outcome {
         }
         if start.elapsed() > TIME_LIMIT {
             child.kill().ok();
+            // Reap it (it has not been reaped by wait4 yet).
+            child.wait().ok();
             panic!("gpustream {args:?} ran past {TIME_LIMIT:?}");
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -454,7 +454,7 @@ fn check_dfd(
                     format!("the first block is vendor/type {kind:#x}, not the basic descriptor"),
                 ));
             }
-            if size < 24 || (size - 24) % 16 != 0 {
+            if size < 24 || !(size - 24).is_multiple_of(16) {
                 return Err(bad(
                     &what,
                     offset + at + 6,
