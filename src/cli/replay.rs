@@ -1,7 +1,7 @@
 //! `gpustream replay` and `gpustream trace-info`: play a captured trace back
 //! against its packs, and summarise one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use gpustream::completion::Fence;
 use gpustream::destinations::HostMemory;
+use gpustream::pack::{AssetId, Pack};
 use gpustream::runtime::trace::{TraceDest, TraceError, TraceReader, TraceRecord, TraceSource};
 use gpustream::runtime::{
     Destination, PackFile, Priority, Queue, QueueConfig, Request, Runtime, RuntimeConfig, Source,
@@ -67,6 +68,114 @@ fn load(path: &Path) -> Result<Vec<(u64, TraceRecord)>, TraceError> {
         .collect()
 }
 
+/// Checks a traced request against its pack: the asset exists, the range or
+/// tile lies inside it, and the size the trace recorded is what the pack
+/// delivers. Returns the asset and that size.
+fn resolve(
+    pack: &Pack,
+    name: &str,
+    source: &TraceSource,
+    size: u64,
+) -> Result<(AssetId, u64), String> {
+    let id = pack
+        .find(name)
+        .ok_or_else(|| format!("no asset '{name}' in {}", pack.path().display()))?;
+    let a = pack.asset(id);
+    let delivers = match source {
+        TraceSource::Blob { range } => {
+            if range[0] > range[1] || range[1] > a.size {
+                return Err(format!(
+                    "range {range:?} is outside '{name}' ({} bytes)",
+                    a.size
+                ));
+            }
+            range[1] - range[0]
+        }
+        TraceSource::Tile { mip, x, y } => pack
+            .tile(id, *mip, *x, *y)
+            .and_then(|b| pack.block(b).map(|b| u64::from(b.size)))
+            .map_err(|e| e.to_string())?,
+        TraceSource::Packed => u64::from(pack.packed_mips(id).map_err(|e| e.to_string())?.len),
+        TraceSource::Memory { .. } => {
+            return Err("a memory source has no pack asset to replay".into())
+        }
+    };
+    if size != delivers {
+        return Err(format!(
+            "the trace says {size} bytes, '{name}' in {} delivers {delivers} here (was the pack rebuilt?)",
+            pack.path().display()
+        ));
+    }
+    Ok((id, delivers))
+}
+
+/// Checks the whole trace against its packs before any device or runtime
+/// exists, so a bad trace is refused by line without touching the GPU:
+/// every pack opens, every request fits its pack, queues are created before
+/// they are used, and the pack and queue bounds hold.
+fn check(tp: &str, trace: &[(u64, TraceRecord)]) -> Result<(), String> {
+    let mut packs: HashMap<u32, Pack> = HashMap::new();
+    let mut queues: HashSet<u32> = HashSet::new();
+    let mut pack_records = 0;
+    for (line, rec) in trace {
+        let at = |msg: String| format!("{tp}:{line}: {msg}");
+        let mut queue = |id: u32| {
+            if !queues.contains(&id) && queues.len() >= MAX_REPLAY_QUEUES {
+                return Err(at(format!(
+                    "queue {id}: a replay creates at most {MAX_REPLAY_QUEUES} queues"
+                )));
+            }
+            queues.insert(id);
+            Ok(())
+        };
+        match rec {
+            TraceRecord::Pack { id, path } => {
+                pack_records += 1;
+                if pack_records > MAX_REPLAY_PACKS {
+                    return Err(at(format!(
+                        "a replay opens at most {MAX_REPLAY_PACKS} packs"
+                    )));
+                }
+                let p = Pack::open(path)
+                    .map_err(|e| at(format!("pack {id} ({}): {e}", path.display())))?;
+                packs.insert(*id, p);
+            }
+            TraceRecord::Queue { id, .. } => queue(*id)?,
+            TraceRecord::Request {
+                queue: q,
+                pack,
+                asset,
+                source,
+                size,
+                ..
+            } => {
+                // A request on a queue no record created makes one (traces
+                // written by hand often leave queue records out).
+                queue(*q)?;
+                let (Some(pid), Some(name)) = (pack, asset) else {
+                    continue;
+                };
+                if matches!(source, TraceSource::Memory { .. }) {
+                    continue;
+                }
+                let p = packs
+                    .get(pid)
+                    .ok_or_else(|| at(format!("pack {pid} was never declared")))?;
+                resolve(p, name, source, *size).map_err(at)?;
+            }
+            TraceRecord::Submit { queue: q, .. } | TraceRecord::Signal { queue: q, .. } => {
+                // The writer records a queue before anything is done on it.
+                if !queues.contains(q) {
+                    return Err(at(format!(
+                        "queue {q} is used before any record creates it"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Builds each traced request's source and destination, checking the
 /// record against its pack, and keeps the total size of destinations under
 /// [`MAX_REPLAY_DESTINATION_BYTES`].
@@ -104,59 +213,27 @@ impl Destinations<'_> {
         size: u64,
         dest: TraceDest,
     ) -> Result<Request, String> {
-        let id = pf
-            .pack()
-            .find(name)
-            .ok_or_else(|| format!("no asset '{name}' in {}", pf.path().display()))?;
+        let (id, delivers) = resolve(pf.pack(), name, source, size)?;
         let a = pf.pack().asset(id).clone();
-        let (src, delivers) = match source {
-            TraceSource::Blob { range } => {
-                if range[0] > range[1] || range[1] > a.size {
-                    return Err(format!(
-                        "range {range:?} is outside '{name}' ({} bytes)",
-                        a.size
-                    ));
-                }
-                let src = Source::Blob {
-                    pack: pf.clone(),
-                    asset: id,
-                    range: Some(range[0]..range[1]),
-                };
-                (src, range[1] - range[0])
-            }
-            TraceSource::Tile { mip, x, y } => {
-                let block = pf
-                    .pack()
-                    .tile(id, *mip, *x, *y)
-                    .and_then(|b| pf.pack().block(b).map(|b| b.size))
-                    .map_err(|e| e.to_string())?;
-                let src = Source::Tile {
-                    pack: pf.clone(),
-                    asset: id,
-                    mip: *mip,
-                    x: *x,
-                    y: *y,
-                };
-                (src, block as u64)
-            }
-            TraceSource::Packed => {
-                let packed = pf.pack().packed_mips(id).map_err(|e| e.to_string())?;
-                let src = Source::PackedMips {
-                    pack: pf.clone(),
-                    asset: id,
-                };
-                (src, packed.len as u64)
-            }
-            TraceSource::Memory { .. } => {
-                return Err("a memory source has no pack asset to replay".into())
-            }
+        let src = match source {
+            TraceSource::Blob { range } => Source::Blob {
+                pack: pf.clone(),
+                asset: id,
+                range: Some(range[0]..range[1]),
+            },
+            TraceSource::Tile { mip, x, y } => Source::Tile {
+                pack: pf.clone(),
+                asset: id,
+                mip: *mip,
+                x: *x,
+                y: *y,
+            },
+            // resolve() refused memory sources.
+            _ => Source::PackedMips {
+                pack: pf.clone(),
+                asset: id,
+            },
         };
-        if size != delivers {
-            return Err(format!(
-                "the trace says {size} bytes, '{name}' in {} delivers {delivers} here (was the pack rebuilt?)",
-                pf.path().display()
-            ));
-        }
         let dst = match (dest, self.ctx, &a.texture) {
             (TraceDest::Texture, Some(c), Some(t)) => {
                 let key = (pid, name.to_string());
@@ -276,6 +353,8 @@ struct ReplayResult {
 /// Runs `gpustream replay`.
 pub fn replay(args: ReplayArgs) -> CliResult {
     let trace = load(&args.trace)?;
+    let tp = args.trace.display().to_string();
+    check(&tp, &trace)?;
     let ctx = gpustream::gpu::open_device().ok();
     let rt = match &ctx {
         Some(c) => Runtime::new(
@@ -291,9 +370,9 @@ pub fn replay(args: ReplayArgs) -> CliResult {
             ..Default::default()
         })?,
     };
-    let tp = args.trace.display().to_string();
-    // Validate everything first: a missing pack or an out-of-range block
-    // is reported with its line before any I/O happens.
+    // check() has validated every record; what can still fail here is
+    // what depends on the device (buffer limits, texture formats) and the
+    // bound on destination bytes.
     let mut packs: HashMap<u32, Arc<PackFile>> = HashMap::new();
     let mut queues: HashMap<u32, Queue> = HashMap::new();
     let mut dests = Destinations {
@@ -303,26 +382,13 @@ pub fn replay(args: ReplayArgs) -> CliResult {
     };
     // (line, queue, request or None = submit)
     let mut plan: Vec<(u64, u32, Option<Request>)> = Vec::new();
-    let mut pack_records = 0;
     for (line, rec) in &trace {
         let at = |msg: String| format!("{tp}:{line}: {msg}");
-        let mut queue_for = |id: u32, config: QueueConfig| -> Result<(), String> {
-            if !queues.contains_key(&id) && queues.len() >= MAX_REPLAY_QUEUES {
-                return Err(at(format!(
-                    "queue {id}: a replay creates at most {MAX_REPLAY_QUEUES} queues"
-                )));
-            }
+        let mut queue_for = |id: u32, config: QueueConfig| {
             queues.entry(id).or_insert_with(|| rt.create_queue(config));
-            Ok(())
         };
         match rec {
             TraceRecord::Pack { id, path } => {
-                pack_records += 1;
-                if pack_records > MAX_REPLAY_PACKS {
-                    return Err(
-                        at(format!("a replay opens at most {MAX_REPLAY_PACKS} packs")).into(),
-                    );
-                }
                 let pf = rt
                     .open_pack(path)
                     .map_err(|e| at(format!("pack {id} ({}): {e}", path.display())))?;
@@ -339,7 +405,7 @@ pub fn replay(args: ReplayArgs) -> CliResult {
                     priority: *priority,
                     ..Default::default()
                 },
-            )?,
+            ),
             TraceRecord::Request {
                 queue,
                 pack,
@@ -355,7 +421,7 @@ pub fn replay(args: ReplayArgs) -> CliResult {
                         priority: Priority::Normal,
                         ..Default::default()
                     },
-                )?;
+                );
                 // Memory sources carry no data in the trace: skipped.
                 let (Some(pid), Some(name)) = (pack, asset) else {
                     continue;
@@ -371,18 +437,8 @@ pub fn replay(args: ReplayArgs) -> CliResult {
                     .map_err(at)?;
                 plan.push((*line, *queue, Some(req)));
             }
-            TraceRecord::Submit { queue, .. } | TraceRecord::Signal { queue, .. } => {
-                // The writer records a queue before anything is done on it.
-                if !queues.contains_key(queue) {
-                    return Err(at(format!(
-                        "queue {queue} is used before any record creates it"
-                    ))
-                    .into());
-                }
-                if matches!(rec, TraceRecord::Submit { .. }) {
-                    plan.push((*line, *queue, None));
-                }
-            }
+            TraceRecord::Submit { queue, .. } => plan.push((*line, *queue, None)),
+            TraceRecord::Signal { .. } => {}
         }
     }
     let fence = Fence::new();
