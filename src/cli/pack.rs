@@ -32,17 +32,28 @@ pub struct Args {
 }
 
 /// Expands directories into their files, sorted, with asset names.
+/// Symbolic links to directories are not followed (a link to a parent would
+/// walk forever); every error names the path.
 fn collect(
     inputs: &[PathBuf],
 ) -> Result<Vec<(String, PathBuf)>, Box<dyn std::error::Error + Send + Sync>> {
-    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, PathBuf)>) -> std::io::Result<()> {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
-            .map(|e| e.map(|e| e.path()))
-            .collect::<Result<_, _>>()?;
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
+    fn walk(dir: &Path, base: &Path, out: &mut Vec<(String, PathBuf)>) -> Result<(), String> {
+        let at = |p: &Path, e: std::io::Error| format!("{}: {e}", p.display());
+        let mut entries = Vec::new();
+        for e in std::fs::read_dir(dir).map_err(|e| at(dir, e))? {
+            let e = e.map_err(|e| at(dir, e))?;
+            let kind = e.file_type().map_err(|err| at(&e.path(), err))?;
+            entries.push((e.path(), kind));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (p, kind) in entries {
+            if kind.is_dir() {
                 walk(&p, base, out)?;
+            } else if kind.is_symlink() && p.is_dir() {
+                return Err(format!(
+                    "{}: a symbolic link to a directory (not followed; give its target)",
+                    p.display()
+                ));
             } else {
                 let rel = p.strip_prefix(base).unwrap_or(&p);
                 out.push((rel.to_string_lossy().replace('\\', "/"), p.clone()));
@@ -53,7 +64,7 @@ fn collect(
     let mut out = Vec::new();
     for input in inputs {
         if input.is_dir() {
-            walk(input, input, &mut out).map_err(|e| format!("{}: {e}", input.display()))?;
+            walk(input, input, &mut out)?;
         } else {
             let name = input
                 .file_name()
@@ -61,6 +72,10 @@ fn collect(
                 .unwrap_or_else(|| input.display().to_string());
             out.push((name, input.clone()));
         }
+    }
+    if out.is_empty() {
+        let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+        return Err(format!("{}: no files to pack", names.join(", ")).into());
     }
     Ok(out)
 }

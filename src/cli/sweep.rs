@@ -706,7 +706,8 @@ fn run_files(dir: &Path, create: Option<usize>) -> CliResult {
     if let Some(n) = create {
         create_files(dir, n)?;
     }
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)?
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e} (--files takes a directory)", dir.display()))?
         .filter_map(|e| e.ok())
         .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
         .map(|e| e.path())
@@ -724,7 +725,7 @@ fn run_files(dir: &Path, create: Option<usize>) -> CliResult {
     let mut located: Vec<(u64, u64, PathBuf)> = Vec::with_capacity(names.len());
     let mut unmapped = 0usize;
     for (i, p) in names.iter().enumerate() {
-        let f = std::fs::File::open(p)?;
+        let f = std::fs::File::open(p).map_err(|e| format!("{}: {e}", p.display()))?;
         let phys = match fiemap::extents(f.as_raw_fd(), 1) {
             Ok(e) if !e.is_empty() => e[0].physical,
             _ => {
@@ -830,7 +831,7 @@ fn read_files_blocking(
     let mut buf = AlignedBuf::new(1 << 20);
     for p in paths {
         let f = IoFile::open(p, OpenMode::Direct)?;
-        let fd = raw_fd_of(p, f.is_direct())?;
+        let fd = raw_fd_of(p, f.is_direct()).map_err(|e| format!("{}: {e}", p.display()))?;
         let mut off = 0u64;
         loop {
             // SAFETY: buf is valid for its length.

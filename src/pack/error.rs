@@ -133,6 +133,21 @@ pub enum PackError {
         /// Why.
         reason: String,
     },
+    /// An input file of the packer is malformed at a known place: a field
+    /// out of range, an offset or length past the end of the file.
+    #[error("{}: {format} {what} at offset {offset}: {reason}", path.display())]
+    MalformedInput {
+        /// The input file.
+        path: PathBuf,
+        /// The file's format ("KTX2").
+        format: &'static str,
+        /// The structure ("header", "level index entry 2", "DFD block 0").
+        what: String,
+        /// Byte offset of the offending field in the file.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
     /// Compressing a block failed.
     #[error("asset '{asset}' block {block}: {source}")]
     Encode {

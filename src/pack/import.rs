@@ -86,31 +86,129 @@ pub fn input_kind(path: &Path, head: &[u8]) -> InputKind {
     }
 }
 
+/// The most a deflate stream expands (RFC 1951's longest match costs at
+/// least 2 bits per 258 bytes: about 1032:1). A PNG's pixels cannot hold
+/// more raw bytes than its file, times this.
+const DEFLATE_MAX_RATIO: u64 = 1032;
+
+/// The width and height a PNG's IHDR chunk declares (big-endian at offsets
+/// 16 and 20), if `bytes` starts like a PNG.
+fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
+    if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") || bytes.get(12..16)? != b"IHDR" {
+        return None;
+    }
+    let be = |o: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(bytes.get(o..o + 4)?.try_into().ok()?))
+    };
+    Some((be(16)?, be(20)?))
+}
+
 /// Decodes a PNG or JPEG to RGBA8. `path` names the file in errors.
+///
+/// The declared size is checked before anything is decoded: at most
+/// [`MAX_TEXTURE_DIM`] a side, for a PNG no more pixels than its bytes can
+/// hold, and the decoder is held to the allocation that size needs, so a
+/// small file declaring a huge image costs an error, not the memory.
 pub fn decode_image(path: &Path, bytes: &[u8]) -> Result<Rgba8Image, PackError> {
     let err = |reason: String| PackError::Import {
         path: path.to_path_buf(),
         reason,
     };
-    let reader = image::ImageReader::new(std::io::Cursor::new(bytes))
-        .with_guessed_format()
-        .map_err(|e| err(format!("cannot read image: {e}")))?;
-    let (w, h) = reader
+    let reader = || {
+        image::ImageReader::new(std::io::Cursor::new(bytes))
+            .with_guessed_format()
+            .map_err(|e| err(format!("cannot read image: {e}")))
+    };
+    if let Some((w, h)) = png_size(bytes) {
+        // Checked from the header before the decoder sees the file: a size
+        // out of range, or more pixels than the file's bytes can hold even
+        // at 1 bit per pixel (a filter byte and w/8 bytes a row), deflated
+        // at the best ratio deflate has.
+        if w == 0 || h == 0 || w > MAX_TEXTURE_DIM || h > MAX_TEXTURE_DIM {
+            return Err(err(format!(
+                "PNG header (offset 16) declares {w}x{h}, outside 1..={MAX_TEXTURE_DIM}"
+            )));
+        }
+        let raw_min = u64::from(h) * (1 + u64::from(w).div_ceil(8));
+        if raw_min > bytes.len() as u64 * DEFLATE_MAX_RATIO {
+            return Err(err(format!(
+                "PNG header (offset 16) declares {w}x{h}: at least {raw_min} bytes of pixels, more than its {} bytes can hold compressed",
+                bytes.len()
+            )));
+        }
+    }
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(MAX_TEXTURE_DIM);
+    limits.max_image_height = Some(MAX_TEXTURE_DIM);
+    let mut header = reader()?;
+    header.limits(limits.clone());
+    // Reads the header only (IHDR, SOF), with the size limits applied.
+    let (w, h) = header
         .into_dimensions()
-        .map_err(|e| err(format!("cannot decode image: {e}")))?;
+        .map_err(|e| err(format!("cannot decode image header: {e}")))?;
     if w == 0 || h == 0 || w > MAX_TEXTURE_DIM || h > MAX_TEXTURE_DIM {
         return Err(err(format!(
             "image size {w}x{h} is outside 1..={MAX_TEXTURE_DIM}"
         )));
     }
-    let img =
-        image::load_from_memory(bytes).map_err(|e| err(format!("cannot decode image: {e}")))?;
+    let pixels = u64::from(w) * u64::from(h);
+    // The decoder's own buffers: at most 8 bytes a pixel (16-bit RGBA),
+    // plus room for its tables and a row or two.
+    limits.max_alloc = Some(pixels * 8 + (16 << 20));
+    let mut decoder = reader()?;
+    decoder.limits(limits);
+    let img = decoder
+        .decode()
+        .map_err(|e| err(format!("cannot decode image: {e}")))?;
     let rgba = img.to_rgba8();
     Ok(Rgba8Image {
         width: rgba.width(),
         height: rgba.height(),
         pixels: rgba.into_raw(),
     })
+}
+
+/// Reads an input file whole. Only regular files are read: a directory,
+/// a device such as `/dev/zero` or a FIFO has no length to bound the read
+/// by. The read never goes past the length the file had when opened.
+pub fn read_input(path: &Path) -> Result<Vec<u8>, PackError> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| PackError::io("open", path, 0, 0, e))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| PackError::io("stat", path, 0, 0, e))?;
+    if !meta.is_file() {
+        let kind = if meta.is_dir() {
+            "a directory"
+        } else {
+            "a device, FIFO or socket"
+        };
+        return Err(PackError::Import {
+            path: path.to_path_buf(),
+            reason: format!("not a regular file ({kind}): inputs must be files"),
+        });
+    }
+    let len = meta.len();
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len as usize)
+        .map_err(|e| PackError::Import {
+            path: path.to_path_buf(),
+            reason: format!("cannot hold its {len} bytes in memory: {e}"),
+        })?;
+    f.take(len)
+        .read_to_end(&mut bytes)
+        .map_err(|e| PackError::io("read", path, bytes.len() as u64, len, e))?;
+    if (bytes.len() as u64) < len {
+        return Err(PackError::io(
+            "read",
+            path,
+            bytes.len() as u64,
+            len - bytes.len() as u64,
+            std::io::ErrorKind::UnexpectedEof.into(),
+        ));
+    }
+    Ok(bytes)
 }
 
 // sRGB <-> linear through tables: mip generation touches every texel of
@@ -301,7 +399,7 @@ pub fn add_file(
     path: &Path,
     opts: ImageOptions,
 ) -> Result<AssetId, PackError> {
-    let bytes = std::fs::read(path).map_err(|e| PackError::io("read", path, 0, 0, e))?;
+    let bytes = read_input(path)?;
     match input_kind(path, &bytes) {
         InputKind::Image => {
             let img = decode_image(path, &bytes)?;

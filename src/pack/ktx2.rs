@@ -4,8 +4,11 @@
 //! BCn or RGBA8 data as they are.
 //!
 //! Written from the KTX 2.0 specification and the Khronos Data Format
-//! specification (basic data format descriptor); reading uses the `ktx2`
-//! crate.
+//! specification (basic data format descriptor). Reading is done here too,
+//! not by the `ktx2` crate: KTX2 files are untrusted input, and the crate's
+//! 0.5 parser panics on some malformed descriptors (a texel block dimension
+//! of 255, `dfd/mod.rs:363`; see tests/regressions/). Every field, offset
+//! and length is checked against the file before it is used.
 
 use super::{mip_extent, PackError, TextureFormat};
 use std::path::Path;
@@ -184,56 +187,201 @@ pub struct Ktx2Texture {
     pub mips: Vec<Vec<u8>>,
 }
 
+/// Byte offsets of the KTX2 header fields.
+mod field {
+    pub const VK_FORMAT: usize = 12;
+    pub const TYPE_SIZE: usize = 16;
+    pub const PIXEL_WIDTH: usize = 20;
+    pub const PIXEL_HEIGHT: usize = 24;
+    pub const PIXEL_DEPTH: usize = 28;
+    pub const LAYER_COUNT: usize = 32;
+    pub const FACE_COUNT: usize = 36;
+    pub const LEVEL_COUNT: usize = 40;
+    pub const SUPERCOMPRESSION: usize = 44;
+    pub const DFD_OFFSET: usize = 48;
+    pub const DFD_LENGTH: usize = 52;
+    pub const KVD_OFFSET: usize = 56;
+    pub const KVD_LENGTH: usize = 60;
+    pub const SGD_OFFSET: usize = 64;
+    pub const SGD_LENGTH: usize = 72;
+    /// The header's length; the level index follows.
+    pub const HEADER_LEN: usize = 80;
+    /// One level index entry: byte offset, byte length, uncompressed length.
+    pub const LEVEL_ENTRY_LEN: usize = 24;
+}
+
+/// Little-endian u32 at `o`; the caller has checked `o + 4 <= b.len()`.
+fn le32(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
+}
+
+/// Little-endian u64 at `o`; the caller has checked `o + 8 <= b.len()`.
+fn le64(b: &[u8], o: usize) -> u64 {
+    u64::from(le32(b, o)) | u64::from(le32(b, o + 4)) << 32
+}
+
 /// Reads a KTX2 file holding a 2D texture in one of the pack's formats,
-/// without supercompression. `path` names the file in errors.
+/// without supercompression. `path` names the file in errors, which also
+/// name the structure and byte offset at fault.
+///
+/// The parse is bounded by the file: nothing is allocated but the mips,
+/// whose lengths are checked against the format and the file first.
 pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
-    let err = |reason: String| PackError::Import {
+    let bad = |what: &str, offset: usize, reason: String| PackError::MalformedInput {
         path: path.to_path_buf(),
+        format: "KTX2",
+        what: what.to_string(),
+        offset: offset as u64,
         reason,
     };
-    let reader =
-        ktx2::Reader::new(bytes).map_err(|e| err(format!("not a valid KTX2 file: {e}")))?;
-    let h = reader.header();
-    let vk = h.format.map(|f| f.value()).unwrap_or(0);
-    let format = from_vk_format(vk).ok_or_else(|| {
-        err(format!(
-            "KTX2 format {vk} is not supported (use RGBA8, BC1, BC3, BC4, BC5 or BC7)"
-        ))
-    })?;
-    if h.supercompression_scheme.is_some() {
-        return Err(err("supercompressed KTX2 is not supported".into()));
-    }
-    if h.pixel_depth > 1 || h.layer_count > 1 || h.face_count != 1 || h.pixel_height == 0 {
-        return Err(err(
-            "only single 2D textures are supported (no arrays, cube maps or 3D)".into(),
+    let file_len = bytes.len() as u64;
+    // A region [offset, offset + len) must lie inside the file.
+    let in_file = |offset: u64, len: u64| offset.checked_add(len).is_some_and(|e| e <= file_len);
+
+    if bytes.len() < field::HEADER_LEN {
+        return Err(bad(
+            "header",
+            0,
+            format!(
+                "file is {} bytes, shorter than the {}-byte header",
+                bytes.len(),
+                field::HEADER_LEN
+            ),
         ));
     }
-    let (width, height) = (h.pixel_width, h.pixel_height);
-    if width == 0 || width > super::MAX_TEXTURE_DIM || height > super::MAX_TEXTURE_DIM {
-        return Err(err(format!(
-            "size {width}x{height} is outside 1..={}",
-            super::MAX_TEXTURE_DIM
-        )));
+    if bytes[..12] != IDENTIFIER {
+        return Err(bad("header", 0, "not a KTX2 file (bad identifier)".into()));
     }
-    let levels = reader.levels();
-    if levels.len() > super::full_mip_count(width, height) as usize {
-        return Err(err(format!(
-            "{} levels, a {width}x{height} texture has at most {}",
-            levels.len(),
-            super::full_mip_count(width, height)
-        )));
+    let vk = le32(bytes, field::VK_FORMAT);
+    let format = from_vk_format(vk).ok_or_else(|| {
+        bad(
+            "header",
+            field::VK_FORMAT,
+            format!("vkFormat {vk} is not supported (use RGBA8, BC1, BC3, BC4, BC5 or BC7)"),
+        )
+    })?;
+    let type_size = le32(bytes, field::TYPE_SIZE);
+    if type_size != 1 {
+        return Err(bad(
+            "header",
+            field::TYPE_SIZE,
+            format!("typeSize {type_size}, {format} requires 1"),
+        ));
     }
-    let mut mips = Vec::with_capacity(levels.len());
-    for (m, level) in levels.enumerate() {
-        let (w, hh) = mip_extent(width, height, m as u8);
-        let want = format.data_size(w, hh);
-        if level.data.len() as u64 != want {
-            return Err(err(format!(
-                "level {m} has {} bytes, a {w}x{hh} {format} level has {want}",
-                level.data.len()
-            )));
+    let scheme = le32(bytes, field::SUPERCOMPRESSION);
+    if scheme != 0 {
+        return Err(bad(
+            "header",
+            field::SUPERCOMPRESSION,
+            format!("supercompression scheme {scheme} is not supported (only none)"),
+        ));
+    }
+    let (width, height) = (
+        le32(bytes, field::PIXEL_WIDTH),
+        le32(bytes, field::PIXEL_HEIGHT),
+    );
+    let (depth, layers, faces) = (
+        le32(bytes, field::PIXEL_DEPTH),
+        le32(bytes, field::LAYER_COUNT),
+        le32(bytes, field::FACE_COUNT),
+    );
+    if depth > 1 || layers > 1 || faces != 1 {
+        return Err(bad(
+            "header",
+            field::PIXEL_DEPTH,
+            format!(
+                "depth {depth}, {layers} layers, {faces} faces: only single 2D textures are supported (no arrays, cube maps or 3D)"
+            ),
+        ));
+    }
+    if width == 0
+        || height == 0
+        || width > super::MAX_TEXTURE_DIM
+        || height > super::MAX_TEXTURE_DIM
+    {
+        return Err(bad(
+            "header",
+            field::PIXEL_WIDTH,
+            format!(
+                "size {width}x{height} is outside 1..={}",
+                super::MAX_TEXTURE_DIM
+            ),
+        ));
+    }
+    // levelCount 0 means "one level, make the rest at load time".
+    let levels = le32(bytes, field::LEVEL_COUNT).max(1);
+    let full = super::full_mip_count(width, height);
+    if levels > u32::from(full) {
+        return Err(bad(
+            "header",
+            field::LEVEL_COUNT,
+            format!("{levels} levels, a {width}x{height} texture has at most {full}"),
+        ));
+    }
+    let index_end = field::HEADER_LEN + levels as usize * field::LEVEL_ENTRY_LEN;
+    if bytes.len() < index_end {
+        return Err(bad(
+            "level index",
+            field::HEADER_LEN,
+            format!(
+                "{levels} entries need {index_end} bytes of header and index, the file has {}",
+                bytes.len()
+            ),
+        ));
+    }
+
+    check_dfd(bytes, format, &bad)?;
+    for (what, off_at, len_at) in [
+        ("key/value data", field::KVD_OFFSET, field::KVD_LENGTH),
+        (
+            "supercompression global data",
+            field::SGD_OFFSET,
+            field::SGD_LENGTH,
+        ),
+    ] {
+        let (offset, len) = if off_at == field::SGD_OFFSET {
+            (le64(bytes, off_at), le64(bytes, len_at))
+        } else {
+            (le32(bytes, off_at).into(), le32(bytes, len_at).into())
+        };
+        if len > 0 && !in_file(offset, len) {
+            return Err(bad(
+                what,
+                off_at,
+                format!(
+                    "{len} bytes at offset {offset} run past the end of the {file_len}-byte file"
+                ),
+            ));
         }
-        mips.push(level.data.to_vec());
+    }
+
+    let mut mips = Vec::with_capacity(levels as usize);
+    for m in 0..levels as usize {
+        let at = field::HEADER_LEN + m * field::LEVEL_ENTRY_LEN;
+        let what = format!("level index entry {m}");
+        let (offset, len, uncompressed) =
+            (le64(bytes, at), le64(bytes, at + 8), le64(bytes, at + 16));
+        let (w, h) = mip_extent(width, height, m as u8);
+        let want = format.data_size(w, h);
+        if len != want || uncompressed != want {
+            return Err(bad(
+                &what,
+                at + 8,
+                format!(
+                    "level {m} has {len} bytes ({uncompressed} uncompressed), a {w}x{h} {format} level has {want}"
+                ),
+            ));
+        }
+        if !in_file(offset, len) {
+            return Err(bad(
+                &what,
+                at,
+                format!("level {m}'s {len} bytes at offset {offset} run past the end of the {file_len}-byte file"),
+            ));
+        }
+        // In range: checked just above, and both fit in usize because the
+        // file does.
+        mips.push(bytes[offset as usize..(offset + len) as usize].to_vec());
     }
     Ok(Ktx2Texture {
         format,
@@ -241,6 +389,109 @@ pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
         height,
         mips,
     })
+}
+
+/// Checks the data format descriptor: the section lies inside the file, its
+/// total size matches the header, its blocks tile it exactly, and the first
+/// is a basic descriptor whose texel block and bytes per block match
+/// `format` (so the vkFormat and the DFD agree).
+fn check_dfd(
+    bytes: &[u8],
+    format: TextureFormat,
+    bad: &impl Fn(&str, usize, String) -> PackError,
+) -> Result<(), PackError> {
+    let offset = le32(bytes, field::DFD_OFFSET) as usize;
+    let len = le32(bytes, field::DFD_LENGTH) as usize;
+    if len < 4 || offset.checked_add(len).is_none_or(|e| e > bytes.len()) {
+        return Err(bad(
+            "DFD",
+            field::DFD_OFFSET,
+            format!(
+                "{len} bytes at offset {offset} do not fit the {}-byte file (at least 4 needed)",
+                bytes.len()
+            ),
+        ));
+    }
+    let dfd = &bytes[offset..offset + len];
+    let total = le32(dfd, 0) as usize;
+    if total != len {
+        return Err(bad(
+            "DFD",
+            offset,
+            format!("dfdTotalSize is {total}, the header's dfdByteLength is {len}"),
+        ));
+    }
+    // Blocks: vendor/type (4 bytes), version (2), block size (2), body.
+    let mut at = 4;
+    let mut index = 0;
+    while at < len {
+        let what = format!("DFD block {index}");
+        if len - at < 8 {
+            return Err(bad(
+                &what,
+                offset + at,
+                format!("{} bytes left, a block header needs 8", len - at),
+            ));
+        }
+        let kind = le32(dfd, at);
+        let size = u16::from_le_bytes([dfd[at + 6], dfd[at + 7]]) as usize;
+        if size < 8 || size > len - at {
+            return Err(bad(
+                &what,
+                offset + at + 6,
+                format!(
+                    "descriptorBlockSize {size} is outside 8..={} (the rest of the DFD)",
+                    len - at
+                ),
+            ));
+        }
+        if index == 0 {
+            // Vendor 0 (Khronos), descriptor type 0: the basic descriptor.
+            if kind != 0 {
+                return Err(bad(
+                    &what,
+                    offset + at,
+                    format!("the first block is vendor/type {kind:#x}, not the basic descriptor"),
+                ));
+            }
+            if size < 24 || !(size - 24).is_multiple_of(16) {
+                return Err(bad(
+                    &what,
+                    offset + at + 6,
+                    format!("a basic descriptor is 24 bytes plus 16 per sample, not {size}"),
+                ));
+            }
+            let d = (format.block_dim() - 1) as u8;
+            let dims = &dfd[at + 12..at + 16];
+            if dims != [d, d, 0, 0] {
+                return Err(bad(
+                    &what,
+                    offset + at + 12,
+                    format!(
+                        "texel block dimensions {dims:?} (each minus 1) do not match {format}'s {0}x{0} blocks",
+                        d + 1
+                    ),
+                ));
+            }
+            let plane0 = dfd[at + 16];
+            if u32::from(plane0) != format.bytes_per_block() {
+                return Err(bad(
+                    &what,
+                    offset + at + 16,
+                    format!(
+                        "bytesPlane0 is {plane0}, a {format} block is {} bytes",
+                        format.bytes_per_block()
+                    ),
+                ));
+            }
+        }
+        at += size;
+        index += 1;
+    }
+    if index == 0 {
+        return Err(bad("DFD", offset, "no descriptor block".into()));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
