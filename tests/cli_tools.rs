@@ -126,7 +126,7 @@ fn bench_on_the_noop_adapter_counts_the_host_side_of_the_gpu_path() {
         .iter()
         .map(|t| t["metric"].as_str().unwrap())
         .collect();
-    assert!(metrics.contains(&"CPU s/GB") && metrics.contains(&"submit s/GB"));
+    assert!(metrics.contains(&"CPU s/GB") && metrics.contains(&"submit own CPU s/GB"));
     let none = row("none");
     assert_eq!(none["baseline"], "queue.write_buffer loop");
     assert!(none["targets"]
