@@ -94,6 +94,33 @@ impl Camera {
         }
     }
 
+    /// A free camera at `eye` turned `yaw` radians about +y (0 looks along
+    /// +x, pi/2 along +z) and `pitch` radians up (negative: down).
+    pub fn looking(eye: V3, yaw: f32, pitch: f32, aspect: f32) -> Camera {
+        let pitch = pitch.clamp(-1.5, 1.5);
+        let forward = [
+            yaw.cos() * pitch.cos(),
+            pitch.sin(),
+            yaw.sin() * pitch.cos(),
+        ];
+        let right = norm(cross(forward, [0.0, 1.0, 0.0]));
+        let up = cross(right, forward);
+        Camera {
+            eye,
+            forward,
+            right,
+            up,
+            aspect,
+        }
+    }
+
+    /// Yaw and pitch of this camera's forward vector ([`Camera::looking`]'s
+    /// angles), so a free camera can start where the path left off.
+    pub fn angles(&self) -> (f32, f32) {
+        let f = self.forward;
+        (f[2].atan2(f[0]), f[1].clamp(-1.0, 1.0).asin())
+    }
+
     /// The view-projection matrix, column-major, wgpu clip space (z in 0..1).
     pub fn view_proj(&self) -> [[f32; 4]; 4] {
         let (near, far) = (0.1f32, 2000.0f32);

@@ -3,7 +3,17 @@
 //! wgpu (which has neither sparse textures nor sampler feedback, so both
 //! are built in shaders). See docs/virtual-texturing.md.
 //!
-//! Headless run (builds its pack under target/vt/ on first run):
+//! In a window (the default; builds its pack under target/vt/ on first
+//! run). Keys: W/A/S/D move, Q/E down/up, Shift faster, left-drag to look,
+//! Space or P pauses streaming, Tab or V cycles the debug views, H hides
+//! the panel, C switches to the fixed path and back, F12 writes a
+//! screenshot, Escape closes:
+//!
+//! ```sh
+//! cargo run --release --example virtual_texturing
+//! ```
+//!
+//! Headless run:
 //!
 //! ```sh
 //! cargo run --release --example virtual_texturing -- --headless --frames 300 \
@@ -16,8 +26,7 @@
 //! cargo run --release --example virtual_texturing -- --benchmark --stats target/vt-bench.csv
 //! ```
 //!
-//! Scale down with `--textures 4 --size 4096 --pool 256`. There is no window
-//! mode yet: `--headless` is implied.
+//! Scale down with `--textures 4 --size 4096 --pool 256`.
 
 #[path = "lib.rs"]
 mod vt;
@@ -30,16 +39,27 @@ use gpustream::pack::TextureFormat;
 /// Virtual texturing demo on gpustream.
 #[derive(Parser, Debug)]
 struct Args {
-    /// Render offscreen (the only mode so far).
+    /// Render offscreen, no window (tests, benchmarks).
     #[arg(long)]
     headless: bool,
+    /// In the window: start on the fixed camera path (C switches).
+    #[arg(long)]
+    fixed_path: bool,
+    /// In the window: hide the statistics panel (H switches).
+    #[arg(long)]
+    no_panel: bool,
+    /// In the window: the first debug view: image, mip-tint or residency.
+    #[arg(long, default_value = "image")]
+    view: String,
     /// Benchmark: fixed camera path, per-frame CSV, summary at the end.
     #[arg(long)]
     benchmark: bool,
-    /// Frames to render (default 300, or 600 with --benchmark).
+    /// Frames to render (default 300, or 600 with --benchmark; in a
+    /// window: until it is closed).
     #[arg(long)]
     frames: Option<u64>,
-    /// Write the last frame as a PNG.
+    /// Write the last frame as a PNG (in a window: the frame shown when it
+    /// closes, read back from the swapchain image; also F12's file).
     #[arg(long)]
     screenshot: Option<PathBuf>,
     /// Write per-frame statistics as CSV.
@@ -96,6 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .pack
         .clone()
         .unwrap_or_else(|| scene.pack_path(&PathBuf::from("target/vt")));
+    let windowed = !a.headless && !a.benchmark;
     let cfg = vt::app::RunConfig {
         scene,
         pack,
@@ -110,6 +131,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         progress: true,
         gpu_lz4: a.gpu_lz4,
     };
+    if windowed {
+        let view = match a.view.as_str() {
+            "image" => vt::stream::DebugView::Image,
+            "mip-tint" => vt::stream::DebugView::MipTint,
+            "residency" => vt::stream::DebugView::Residency,
+            other => return Err(format!("--view {other}: not image, mip-tint or residency").into()),
+        };
+        let r = vt::window::run(vt::window::WindowConfig {
+            run: cfg,
+            frames: a.frames,
+            fixed_path: a.fixed_path,
+            panel: !a.no_panel,
+            view,
+            screenshot: a.screenshot.clone(),
+        })?;
+        if let Some(p) = &a.stats {
+            vt::stats::write_csv(p, &r.frames)?;
+            println!("wrote {}", p.display());
+        }
+        if r.failed_tiles > 0 {
+            eprintln!(
+                "{} tiles failed to load; first: {}",
+                r.failed_tiles,
+                r.first_failure.as_deref().unwrap_or("?")
+            );
+        }
+        return Ok(());
+    }
     let ctx = gpustream::gpu::open_device()?;
     println!("adapter: {}", ctx.describe());
     println!(
