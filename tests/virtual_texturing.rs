@@ -39,6 +39,7 @@ fn config(pool: u32, frames: u64, speed: f32) -> RunConfig {
     RunConfig {
         scene: SCENE,
         pack: pack(&SCENE),
+        images: None,
         frames,
         width: W,
         height: H,

@@ -102,6 +102,7 @@ fn a_window_opens_renders_and_its_screenshot_matches_the_reference() {
         run: RunConfig {
             scene,
             pack,
+            images: None,
             frames,
             width: W,
             height: H,

@@ -19,6 +19,9 @@ pub struct RunConfig {
     pub scene: SceneConfig,
     /// The pack file (built if missing or different).
     pub pack: PathBuf,
+    /// Build the pack from these images (`imagery.rs`); None: procedural
+    /// content (`content.rs`), which the pixel-exact tests check.
+    pub images: Option<Vec<PathBuf>>,
     /// Frames to render.
     pub frames: u64,
     /// Output size.

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod camera;
 pub mod content;
+pub mod imagery;
 pub mod overlay;
 pub mod pipes;
 pub mod reference;

@@ -99,7 +99,15 @@ struct Args {
     /// currently fails validation for texture destinations).
     #[arg(long)]
     gpu_lz4: bool,
-    /// The pack (default: target/vt/vt-<textures>x<size>-<format>.gspk).
+    /// Texture content: images (from --images, encoded with the packer's
+    /// BCn encoder) or procedural (flat colour per tile and mip, which the
+    /// pixel-exact tests check; fast to build at any size).
+    #[arg(long, default_value = "images")]
+    content: String,
+    /// The directory of png/jpg images for --content images.
+    #[arg(long, default_value = "assets")]
+    images: PathBuf,
+    /// The pack (default: under target/vt/, named after the content).
     #[arg(long)]
     pack: Option<PathBuf>,
 }
@@ -112,14 +120,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         format: a.format,
     };
     scene.validate()?;
-    let pack = a
-        .pack
-        .clone()
-        .unwrap_or_else(|| scene.pack_path(&PathBuf::from("target/vt")));
+    let images = match a.content.as_str() {
+        "images" => Some(vt::imagery::list_images(&a.images)?),
+        "procedural" => None,
+        other => return Err(format!("--content {other}: not images or procedural").into()),
+    };
+    let dir = PathBuf::from("target/vt");
+    let pack = a.pack.clone().unwrap_or_else(|| match &images {
+        Some(list) => vt::imagery::pack_path(&dir, &scene, list),
+        None => scene.pack_path(&dir),
+    });
     let windowed = !a.headless && !a.benchmark;
     let cfg = vt::app::RunConfig {
         scene,
         pack,
+        images,
         frames: a.frames.unwrap_or(if a.benchmark { 600 } else { 300 }),
         width: a.width,
         height: a.height,

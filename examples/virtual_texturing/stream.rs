@@ -184,7 +184,12 @@ impl Streamer {
             )
             .into());
         }
-        super::content::ensure_pack(&cfg.pack, &cfg.scene, cfg.progress)?;
+        match &cfg.images {
+            Some(images) => {
+                super::imagery::ensure_pack(&cfg.pack, &cfg.scene, images, cfg.progress)?
+            }
+            None => super::content::ensure_pack(&cfg.pack, &cfg.scene, cfg.progress)?,
+        };
 
         // GPU LZ4 decode is opt-in here (--gpu-lz4): on lavapipe, where the
         // demo and its tests run, the WGSL decoder manages about 12 MB/s,
