@@ -40,6 +40,7 @@ fn config(pool: u32, frames: u64, speed: f32) -> RunConfig {
         scene: SCENE,
         pack: pack(&SCENE),
         images: None,
+        planets: 0,
         frames,
         width: W,
         height: H,

@@ -22,6 +22,9 @@ pub struct RunConfig {
     /// Build the pack from these images (`imagery.rs`); None: procedural
     /// content (`content.rs`), which the pixel-exact tests check.
     pub images: Option<Vec<PathBuf>>,
+    /// How many of the scene's textures (the last ones) are planets; the
+    /// rest are terrain patches.
+    pub planets: u32,
     /// Frames to render.
     pub frames: u64,
     /// Output size.
@@ -44,6 +47,13 @@ pub struct RunConfig {
     /// Decode LZ4 tiles with the runtime's WGSL decoder (off by default:
     /// see the note in `run`).
     pub gpu_lz4: bool,
+}
+
+impl RunConfig {
+    /// Terrain patches: the textures that are not planets.
+    pub fn terrain(&self) -> u32 {
+        self.scene.textures.saturating_sub(self.planets)
+    }
 }
 
 /// What a run produced.
@@ -84,7 +94,7 @@ pub fn run(ctx: &GpuContext, cfg: &RunConfig) -> Result<RunResult, Box<dyn std::
     let mut stats = Vec::with_capacity(cfg.frames as usize);
     let start = Instant::now();
     for frame in 1..=cfg.frames {
-        let cam = Camera::on_path(cfg.scene.textures, frame, cfg.speed, w as f32 / h as f32);
+        let cam = Camera::on_path(cfg.terrain(), frame, cfg.speed, w as f32 / h as f32);
         stats.push(s.frame(&cam, FrameOptions::default(), &view, &mut |_| {})?);
     }
     let wall_s = start.elapsed().as_secs_f64();

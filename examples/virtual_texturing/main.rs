@@ -45,6 +45,9 @@ struct Args {
     /// In the window: start on the fixed camera path (C switches).
     #[arg(long)]
     fixed_path: bool,
+    /// In the window: start the fly camera at x,y,z,yaw,pitch (radians).
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    camera: Option<Vec<f32>>,
     /// In the window: hide the statistics panel (H switches).
     #[arg(long)]
     no_panel: bool,
@@ -65,9 +68,12 @@ struct Args {
     /// Write per-frame statistics as CSV.
     #[arg(long)]
     stats: Option<PathBuf>,
-    /// Virtual textures (terrain patches).
+    /// Virtual textures of the terrain (one per patch).
     #[arg(long, default_value_t = 16)]
     textures: u32,
+    /// Planets beside the terrain, one virtual texture each.
+    #[arg(long, default_value_t = 4)]
+    planets: u32,
     /// Width and height of each texture's mip 0 (power of two, 1024..=16384).
     #[arg(long, default_value_t = 16384)]
     size: u32,
@@ -115,7 +121,7 @@ struct Args {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let a = Args::parse();
     let scene = vt::content::SceneConfig {
-        textures: a.textures,
+        textures: a.textures + a.planets,
         size: a.size,
         format: a.format,
     };
@@ -135,6 +141,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         scene,
         pack,
         images,
+        planets: a.planets,
         frames: a.frames.unwrap_or(if a.benchmark { 600 } else { 300 }),
         width: a.width,
         height: a.height,
@@ -147,6 +154,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         gpu_lz4: a.gpu_lz4,
     };
     if windowed {
+        if a.camera.as_ref().is_some_and(|c| c.len() != 5) {
+            return Err("--camera takes five numbers: x,y,z,yaw,pitch".into());
+        }
         let view = match a.view.as_str() {
             "image" => vt::stream::DebugView::Image,
             "mip-tint" => vt::stream::DebugView::MipTint,
@@ -157,6 +167,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             run: cfg,
             frames: a.frames,
             fixed_path: a.fixed_path,
+            start: a.camera.as_deref().map(|c| [c[0], c[1], c[2], c[3], c[4]]),
             panel: !a.no_panel,
             view,
             screenshot: a.screenshot.clone(),

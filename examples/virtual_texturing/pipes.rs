@@ -1,6 +1,9 @@
 //! The pipelines and bind groups of `vt.wgsl`: the feedback pass (R32Uint)
 //! and the main pass (into the output format the caller names).
 
+/// The depth format of both passes.
+pub const DEPTH: wgpu::TextureFormat = wgpu::TextureFormat::Depth32Float;
+
 /// The feedback and main pipelines with their uniforms and bind groups.
 pub struct Pipes {
     /// Main pass pipeline.
@@ -58,9 +61,9 @@ impl Pipes {
             immediate_size: 0,
         });
         let vbl = [Some(wgpu::VertexBufferLayout {
-            array_stride: 20,
+            array_stride: 24,
             step_mode: wgpu::VertexStepMode::Vertex,
-            attributes: &wgpu::vertex_attr_array![0 => Float32x2, 1 => Float32x2, 2 => Uint32],
+            attributes: &wgpu::vertex_attr_array![0 => Float32x3, 1 => Float32x2, 2 => Uint32],
         })];
         let pipeline = |entry_point: &str, target: wgpu::TextureFormat| {
             device.create_render_pipeline(&wgpu::RenderPipelineDescriptor {
@@ -79,7 +82,14 @@ impl Pipes {
                     targets: &[Some(target.into())],
                 }),
                 primitive: Default::default(),
-                depth_stencil: None,
+                // Planets and ground: nearest surface wins, in both passes.
+                depth_stencil: Some(wgpu::DepthStencilState {
+                    format: DEPTH,
+                    depth_write_enabled: Some(true),
+                    depth_compare: Some(wgpu::CompareFunction::Less),
+                    stencil: Default::default(),
+                    bias: Default::default(),
+                }),
                 multisample: Default::default(),
                 multiview_mask: None,
                 cache: None,

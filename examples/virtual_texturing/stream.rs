@@ -134,6 +134,8 @@ pub struct Streamer {
     size: (u32, u32),
     feedback: wgpu::Texture,
     fb_size: (u32, u32),
+    /// Depth of the main pass and of the feedback pass.
+    depth: (wgpu::TextureView, wgpu::TextureView),
     readbacks: Vec<Readback>,
     /// Readbacks in the order they were submitted (FIFO), by index.
     pending_fb: VecDeque<usize>,
@@ -299,7 +301,10 @@ impl Streamer {
             mapped_at_creation: false,
         });
         let p = super::pipes::Pipes::new(device, &pool, &packed, &pt_buf, output);
-        let verts = camera::mesh(cfg.scene.textures);
+        if cfg.planets > cfg.scene.textures {
+            return Err("more planets than textures".into());
+        }
+        let verts = camera::mesh(cfg.terrain(), cfg.planets);
         let vbuf = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("ground"),
             size: (verts.len() * 4) as u64,
@@ -326,6 +331,10 @@ impl Streamer {
         let prev = gqueue.stats();
         let div = cfg.feedback_div.max(1);
         let (feedback, readbacks, fb_size) = feedback_targets(device, cfg.width, cfg.height, div);
+        let depth = (
+            depth_view(device, cfg.width, cfg.height),
+            depth_view(device, fb_size.0, fb_size.1),
+        );
         Ok(Streamer {
             device: device.clone(),
             queue: queue.clone(),
@@ -345,11 +354,12 @@ impl Streamer {
             main_u: p.main_u,
             fb_u: p.fb_u,
             vbuf,
-            vertices: verts.len() as u32 / 5,
+            vertices: verts.len() as u32 / 6,
             params,
             size: (cfg.width, cfg.height),
             feedback,
             fb_size,
+            depth,
             readbacks,
             pending_fb: VecDeque::new(),
             wanted: HashSet::new(),
@@ -390,6 +400,10 @@ impl Streamer {
         self.feedback = feedback;
         self.readbacks = readbacks;
         self.fb_size = fb_size;
+        self.depth = (
+            depth_view(&self.device, w, h),
+            depth_view(&self.device, fb_size.0, fb_size.1),
+        );
         self.pending_fb.clear();
         self.size = (w, h);
     }
@@ -482,7 +496,7 @@ impl Streamer {
             let (fw, fh) = self.fb_size;
             draw(
                 &mut enc,
-                &view,
+                (&view, &self.depth.1),
                 &self.fb_pipe,
                 &self.fb_bg,
                 &self.vbuf,
@@ -510,7 +524,7 @@ impl Streamer {
         };
         draw(
             &mut enc,
-            target,
+            (target, &self.depth.0),
             &self.main_pipe,
             &self.main_bg,
             &self.vbuf,
@@ -702,9 +716,29 @@ fn feedback_targets(
     (feedback, readbacks, (fw, fh))
 }
 
+/// A depth buffer of `w` x `h`.
+fn depth_view(device: &wgpu::Device, w: u32, h: u32) -> wgpu::TextureView {
+    device
+        .create_texture(&wgpu::TextureDescriptor {
+            label: Some("depth"),
+            size: wgpu::Extent3d {
+                width: w,
+                height: h,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: 1,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: super::pipes::DEPTH,
+            usage: wgpu::TextureUsages::RENDER_ATTACHMENT,
+            view_formats: &[],
+        })
+        .create_view(&Default::default())
+}
+
 fn draw(
     enc: &mut wgpu::CommandEncoder,
-    view: &wgpu::TextureView,
+    (view, depth): (&wgpu::TextureView, &wgpu::TextureView),
     pipe: &wgpu::RenderPipeline,
     bg: &wgpu::BindGroup,
     vbuf: &wgpu::Buffer,
@@ -722,7 +756,14 @@ fn draw(
                 store: wgpu::StoreOp::Store,
             },
         })],
-        depth_stencil_attachment: None,
+        depth_stencil_attachment: Some(wgpu::RenderPassDepthStencilAttachment {
+            view: depth,
+            depth_ops: Some(wgpu::Operations {
+                load: wgpu::LoadOp::Clear(1.0),
+                store: wgpu::StoreOp::Discard,
+            }),
+            stencil_ops: None,
+        }),
         timestamp_writes: None,
         occlusion_query_set: None,
         multiview_mask: None,

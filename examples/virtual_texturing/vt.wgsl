@@ -35,9 +35,9 @@ struct VsOut {
 }
 
 @vertex
-fn vs_main(@location(0) xz: vec2<f32>, @location(1) uv: vec2<f32>, @location(2) tex: u32) -> VsOut {
+fn vs_main(@location(0) pos: vec3<f32>, @location(1) uv: vec2<f32>, @location(2) tex: u32) -> VsOut {
     var o: VsOut;
-    o.pos = p.view_proj * vec4<f32>(xz.x, 0.0, xz.y, 1.0);
+    o.pos = p.view_proj * vec4<f32>(pos, 1.0);
     o.uv = uv;
     o.tex = tex;
     return o;

@@ -36,6 +36,9 @@ pub struct WindowConfig {
     pub frames: Option<u64>,
     /// Start on the fixed camera path (C switches).
     pub fixed_path: bool,
+    /// Start the fly camera here: x, y, z, yaw, pitch (radians; see
+    /// `Camera::looking`) instead of where the path begins.
+    pub start: Option<[f32; 5]>,
     /// Show the statistics panel (H switches).
     pub panel: bool,
     /// The first debug view (Tab switches).
@@ -225,9 +228,12 @@ impl App {
         run.height = config.height;
         let streamer = Streamer::new(&device, &queue, &run, format)?;
         let overlay = Overlay::new(&device, format);
-        let start = Camera::on_path(r.scene.textures, 0, r.speed, 1.0);
+        let start = Camera::on_path(r.terrain(), 0, r.speed, 1.0);
         self.eye = start.eye;
         (self.yaw, self.pitch) = start.angles();
+        if let Some([x, y, z, yaw, pitch]) = self.cfg.start {
+            (self.eye, self.yaw, self.pitch) = ([x, y, z], yaw, pitch);
+        }
         println!("adapter: {described}, swapchain {format:?}");
         Ok(Gfx {
             window,
@@ -246,7 +252,7 @@ impl App {
         let r = &self.cfg.run;
         if self.fixed {
             self.path_frame += 1;
-            let c = Camera::on_path(r.scene.textures, self.path_frame, r.speed, aspect);
+            let c = Camera::on_path(r.terrain(), self.path_frame, r.speed, aspect);
             self.eye = c.eye;
             (self.yaw, self.pitch) = c.angles();
             return c;
