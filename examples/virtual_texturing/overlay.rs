@@ -68,7 +68,13 @@ impl Smoothed {
             d.fence_ms += a * (f.fence_ms - d.fence_ms);
         }
         if dt > 0.0 {
-            d.fps += a * (1.0 / dt - d.fps);
+            // The first frame seeds the average instead of pulling it up
+            // from zero.
+            d.fps = if d.fps == 0.0 {
+                1.0 / dt
+            } else {
+                d.fps + a * (1.0 / dt - d.fps)
+            };
         }
         self.peak_mbps = self.peak_mbps.max(d.mbps);
     }
