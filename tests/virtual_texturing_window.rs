@@ -83,8 +83,9 @@ fn a_window_opens_renders_and_its_screenshot_matches_the_reference() {
         Ok(x) => x,
         Err(why) => return skip(&why),
     };
-    // SAFETY: this binary has one test and sets the variable before any
-    // thread that reads the environment (winit, wgpu) starts.
+    // Winit's X11 backend reads DISPLAY. This binary has one test, and it
+    // sets the variable before any thread that reads the environment
+    // (winit, wgpu, the runtime) starts.
     std::env::set_var("DISPLAY", &display);
 
     let scene = SceneConfig {

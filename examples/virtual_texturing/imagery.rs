@@ -161,7 +161,8 @@ pub fn texture_mips(scene: &SceneConfig, tile: Rgba8Image) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for m in 0..scene.mip_count() {
         let sm = (scene.size >> m).max(1);
-        if whole.is_none() && (sm <= WHOLE || period.width < 4 || sm % period.width != 0) {
+        if whole.is_none() && (sm <= WHOLE || period.width < 4 || !sm.is_multiple_of(period.width))
+        {
             whole = Some(repeat(&period, sm));
         }
         let data = match &whole {

@@ -154,6 +154,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         gpu_lz4: a.gpu_lz4,
     };
     if windowed {
+        #[cfg(target_os = "linux")]
+        if std::env::var_os("DISPLAY").is_none() {
+            return Err(
+                "no X display (DISPLAY is unset): run with --headless, or under Xvfb".into(),
+            );
+        }
         if a.camera.as_ref().is_some_and(|c| c.len() != 5) {
             return Err("--camera takes five numbers: x,y,z,yaw,pitch".into());
         }

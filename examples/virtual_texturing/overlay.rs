@@ -145,16 +145,15 @@ impl Overlay {
         }
     }
 
-    /// Records the panel for `d` over `view` (`w` x `h` pixels).
+    /// Records the panel for `d` (with `peak_mbps` as the bandwidth bar's
+    /// full scale) over `view` (`w` x `h` pixels).
     pub fn draw(
         &mut self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
+        (device, queue): (&wgpu::Device, &wgpu::Queue),
         enc: &mut wgpu::CommandEncoder,
         view: &wgpu::TextureView,
         (w, h): (u32, u32),
-        d: &PanelData,
-        peak_mbps: f64,
+        (d, peak_mbps): (&PanelData, f64),
     ) {
         let verts = build(d, peak_mbps, w as f32, h as f32);
         let bytes: &[u8] = bytemuck::cast_slice(&verts);

@@ -327,7 +327,7 @@ impl App {
         let texture = &frame.texture;
         let fs = gfx.streamer.frame(&cam, opts, &view, &mut |enc| {
             if let Some((d, peak)) = &panel {
-                overlay.draw(&device, &queue, enc, &view, (w, h), d, *peak);
+                overlay.draw((&device, &queue), enc, &view, (w, h), (d, *peak));
             }
             if let Some(b) = &readback {
                 super::app::copy_to_buffer(enc, texture, b);
