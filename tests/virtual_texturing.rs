@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use gpustream::pack::TextureFormat;
 use vt::app::{RunConfig, RunResult};
 use vt::camera::Camera;
-use vt::content::{tile_interval, SceneConfig};
+use vt::content::SceneConfig;
 
 const SCENE: SceneConfig = SceneConfig {
     textures: 4,
@@ -39,6 +39,8 @@ fn config(pool: u32, frames: u64, speed: f32) -> RunConfig {
     RunConfig {
         scene: SCENE,
         pack: pack(&SCENE),
+        images: None,
+        planets: 0,
         frames,
         width: W,
         height: H,
@@ -52,10 +54,8 @@ fn config(pool: u32, frames: u64, speed: f32) -> RunConfig {
     }
 }
 
-/// Per pixel of the last frame: `Some(mip)` (the finest mip whose tile
-/// colour matches) for ground, `None` for sky; panics on neither. Returns
-/// the matched mips of ground pixels and the count of pixels that match
-/// nothing.
+/// The last frame checked against the CPU reference (see
+/// `vt::reference::classify`).
 fn classify(r: &RunResult, cfg: &RunConfig) -> (Vec<u8>, usize) {
     let cam = Camera::on_path(
         cfg.scene.textures,
@@ -63,58 +63,7 @@ fn classify(r: &RunResult, cfg: &RunConfig) -> (Vec<u8>, usize) {
         cfg.speed,
         W as f32 / H as f32,
     );
-    let mips = cfg.scene.mip_count();
-    let mut matched = Vec::new();
-    let mut bad = 0;
-    for py in 0..H {
-        for px in 0..W {
-            let i = ((py * W + px) * 4) as usize;
-            let p = &r.screenshot[i..i + 3];
-            let Some((tex, u, v)) = cam.ground_hit(cfg.scene.textures, px, py, W, H) else {
-                if !p
-                    .iter()
-                    .zip([26u8, 26, 38])
-                    .all(|(a, b)| a.abs_diff(b) <= 2)
-                {
-                    bad += 1;
-                }
-                continue;
-            };
-            // Any mip may legally show (residency decides); tiles on either
-            // side of a nearby border too (GPU and CPU uv differ slightly).
-            let hit = (0..mips).find(|&m| {
-                let s = (cfg.scene.size >> m).max(1);
-                let (tw, th) = cfg.scene.format.tile_extent();
-                let (nx, ny) = ((s / tw).max(1), (s / th).max(1));
-                let tiled = cfg.scene.format.data_size(s, s) >= gpustream::pack::TILE_BYTES as u64;
-                [
-                    (0.0, 0.0),
-                    (-1e-3, -1e-3),
-                    (1e-3, -1e-3),
-                    (-1e-3, 1e-3),
-                    (1e-3, 1e-3),
-                ]
-                .iter()
-                .any(|(du, dv)| {
-                    let (tx, ty) = if tiled {
-                        (
-                            (((u + du).clamp(0.0, 0.99999)) * nx as f32) as u32,
-                            (((v + dv).clamp(0.0, 0.99999)) * ny as f32) as u32,
-                        )
-                    } else {
-                        (0, 0)
-                    };
-                    let (lo, hi) = tile_interval(cfg.scene.format, tex, m, tx, ty);
-                    (0..3).all(|c| p[c] + 4 >= lo[c] && p[c] <= hi[c].saturating_add(4))
-                })
-            });
-            match hit {
-                Some(m) => matched.push(m),
-                None => bad += 1,
-            }
-        }
-    }
-    (matched, bad)
+    vt::reference::classify(&r.screenshot, &cam, &cfg.scene, W, H)
 }
 
 fn run(cfg: &RunConfig) -> Option<RunResult> {
@@ -196,7 +145,7 @@ fn bc1_tiles_land_where_the_reference_says() {
         bad * 100 <= (W * H) as usize,
         "{bad} pixels match no tile colour"
     );
-    assert!(mips.iter().any(|&m| m == 0), "mip 0 landed");
+    assert!(mips.contains(&0), "mip 0 landed");
 }
 
 #[test]

@@ -34,24 +34,71 @@ pub fn grid_side(n: u32) -> u32 {
     (n as f64).sqrt().ceil() as u32
 }
 
-/// The ground mesh: per vertex x, z, u, v (f32) and the texture index
-/// (u32), two triangles per patch.
-pub fn mesh(n: u32) -> Vec<u32> {
-    let g = grid_side(n);
-    let mut out = Vec::with_capacity(n as usize * 6 * 5);
-    for i in 0..n {
+/// Where planet `i` of a scene with `terrain` patches floats: its centre
+/// and radius. Planets ring the terrain grid, outside it, half sunk into
+/// the ground plane (the depth buffer sorts that out), so that from the
+/// low fixed camera path they rise over the horizon.
+pub fn planet(terrain: u32, i: u32, planets: u32) -> (V3, f32) {
+    let w = grid_side(terrain) as f32 * PATCH;
+    let r = PATCH;
+    let ring = w * 0.6 + r;
+    let a = 0.6 + i as f32 * std::f32::consts::TAU / planets.max(1) as f32;
+    (
+        [
+            w * 0.5 + ring * a.cos(),
+            r + 12.0 + 8.0 * i as f32,
+            w * 0.5 + ring * a.sin(),
+        ],
+        r,
+    )
+}
+
+/// Latitude bands and longitude segments of a planet's mesh.
+const BANDS: u32 = 24;
+const SEGMENTS: u32 = 48;
+
+/// The scene's mesh: per vertex x, y, z, u, v (f32) and the texture index
+/// (u32). Textures `0..terrain` are ground patches (two triangles each);
+/// the next `planets` are spheres, uv by longitude and latitude.
+pub fn mesh(terrain: u32, planets: u32) -> Vec<u32> {
+    let g = grid_side(terrain);
+    let mut out = Vec::with_capacity(terrain as usize * 6 * 6);
+    let mut push = |p: V3, u: f32, v: f32, tex: u32| {
+        out.extend([p[0], p[1], p[2], u, v].map(f32::to_bits));
+        out.push(tex);
+    };
+    for i in 0..terrain {
         let (x0, z0) = ((i % g) as f32 * PATCH, (i / g) as f32 * PATCH);
-        let corner = |u: f32, v: f32| [x0 + u * PATCH, z0 + v * PATCH, u, v];
-        for c in [
-            corner(0.0, 0.0),
-            corner(0.0, 1.0),
-            corner(1.0, 0.0),
-            corner(1.0, 0.0),
-            corner(0.0, 1.0),
-            corner(1.0, 1.0),
+        for (u, v) in [
+            (0.0, 0.0),
+            (0.0, 1.0),
+            (1.0, 0.0),
+            (1.0, 0.0),
+            (0.0, 1.0),
+            (1.0, 1.0),
         ] {
-            out.extend(c.map(f32::to_bits));
-            out.push(i);
+            push([x0 + u * PATCH, 0.0, z0 + v * PATCH], u, v, i);
+        }
+    }
+    for i in 0..planets {
+        let (c, r) = planet(terrain, i, planets);
+        let at = |s: u32, b: u32| {
+            let (u, v) = (s as f32 / SEGMENTS as f32, b as f32 / BANDS as f32);
+            let (lon, lat) = (u * std::f32::consts::TAU, v * std::f32::consts::PI);
+            let p = [
+                c[0] + r * lat.sin() * lon.cos(),
+                c[1] + r * lat.cos(),
+                c[2] + r * lat.sin() * lon.sin(),
+            ];
+            (p, u, v)
+        };
+        for b in 0..BANDS {
+            for s in 0..SEGMENTS {
+                for (ds, db) in [(0, 0), (0, 1), (1, 0), (1, 0), (0, 1), (1, 1)] {
+                    let (p, u, v) = at(s + ds, b + db);
+                    push(p, u, v, terrain + i);
+                }
+            }
         }
     }
     out
@@ -92,6 +139,33 @@ impl Camera {
             up,
             aspect,
         }
+    }
+
+    /// A free camera at `eye` turned `yaw` radians about +y (0 looks along
+    /// +x, pi/2 along +z) and `pitch` radians up (negative: down).
+    pub fn looking(eye: V3, yaw: f32, pitch: f32, aspect: f32) -> Camera {
+        let pitch = pitch.clamp(-1.5, 1.5);
+        let forward = [
+            yaw.cos() * pitch.cos(),
+            pitch.sin(),
+            yaw.sin() * pitch.cos(),
+        ];
+        let right = norm(cross(forward, [0.0, 1.0, 0.0]));
+        let up = cross(right, forward);
+        Camera {
+            eye,
+            forward,
+            right,
+            up,
+            aspect,
+        }
+    }
+
+    /// Yaw and pitch of this camera's forward vector ([`Camera::looking`]'s
+    /// angles), so a free camera can start where the path left off.
+    pub fn angles(&self) -> (f32, f32) {
+        let f = self.forward;
+        (f[2].atan2(f[0]), f[1].clamp(-1.0, 1.0).asin())
     }
 
     /// The view-projection matrix, column-major, wgpu clip space (z in 0..1).

@@ -6,5 +6,11 @@
 pub mod app;
 pub mod camera;
 pub mod content;
+pub mod imagery;
+pub mod overlay;
+pub mod pipes;
+pub mod reference;
 pub mod residency;
 pub mod stats;
+pub mod stream;
+pub mod window;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::Path;
 
 /// The CSV header; the columns of [`FrameStats::csv_row`].
-pub const CSV_HEADER: &str = "frame,cpu_ms,feedback_ms,tiles_requested,tiles_uploaded,tiles_evicted,submits,bytes,bandwidth_mbps,pool_occupancy,resident_tiles,loading_tiles";
+pub const CSV_HEADER: &str = "frame,cpu_ms,feedback_ms,tiles_requested,tiles_uploaded,tiles_evicted,submits,bytes,bandwidth_mbps,pool_occupancy,resident_tiles,loading_tiles,fence_ms";
 
 /// What one frame did.
 #[derive(Clone, Debug, Default)]
@@ -34,13 +34,16 @@ pub struct FrameStats {
     pub resident_tiles: usize,
     /// Tiles loading.
     pub loading_tiles: usize,
+    /// Mean time from submitting a tile batch to seeing its fence value
+    /// reached, over the batches that became visible this frame (0: none).
+    pub fence_ms: f64,
 }
 
 impl FrameStats {
     /// One CSV row.
     pub fn csv_row(&self) -> String {
         format!(
-            "{},{:.3},{:.3},{},{},{},{},{},{:.1},{:.4},{},{}",
+            "{},{:.3},{:.3},{},{},{},{},{},{:.1},{:.4},{},{},{:.3}",
             self.frame,
             self.cpu_ms,
             self.feedback_ms,
@@ -52,7 +55,8 @@ impl FrameStats {
             self.bandwidth_mbps,
             self.pool_occupancy,
             self.resident_tiles,
-            self.loading_tiles
+            self.loading_tiles,
+            self.fence_ms
         )
     }
 }
