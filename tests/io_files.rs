@@ -95,7 +95,10 @@ fn unreadable_file_is_an_open_error() {
         assert_ne!(euid, 0, "still root in the unprivileged child");
         return check_unreadable(Path::new(&p));
     }
-    let d = tmp();
+    // In the system temp directory, not under target/: `nobody` must reach
+    // both the file and a copy of this test binary, wherever the checkout is.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let p = d.path().join("secret.bin");
     write_file(&p, 100);
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
@@ -104,10 +107,12 @@ fn unreadable_file_is_an_open_error() {
     }
     // Root bypasses permissions (and CI runs as root): run this test again
     // as `nobody`, with setpriv from util-linux, on the same file.
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = d.path().join("io_files");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(std::env::current_exe().unwrap())
+        .arg(&exe)
         .args([
             "--exact",
             "unreadable_file_is_an_open_error",
