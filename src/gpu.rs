@@ -60,6 +60,21 @@ impl GpuContext {
             }
             Capability::ComputePasses => (info.backend == wgpu::Backend::Noop)
                 .then(|| "the noop backend runs no compute passes".to_string()),
+            Capability::RenderReadback => (info.backend == wgpu::Backend::Gl).then(|| {
+                format!(
+                    "no Vulkan/Metal/DX12 adapter: only GL on {}, where rendered frames \
+                     read back wrong (cause not yet found)",
+                    info.name
+                )
+            }),
+            Capability::LongStreaming => (info.backend == wgpu::Backend::Gl).then(|| {
+                format!(
+                    "no Vulkan/Metal/DX12 adapter: only GL on {}, where a GPU-decode \
+                     submission holding the GL context over 6 s makes the runtime's \
+                     poll thread panic (\"Could not lock adapter context\")",
+                    info.name
+                )
+            }),
         }
     }
 }
@@ -72,6 +87,15 @@ pub enum Capability {
     BcReadback,
     /// Compute passes run (every backend but noop).
     ComputePasses,
+    /// Frames rendered by the virtual-texturing demo read back as drawn:
+    /// not on wgpu's GL backend, where 6% to 95% of their pixels matched no
+    /// tile colour on llvmpipe (2026-12-01; cause not yet found).
+    RenderReadback,
+    /// The runtime can stream for minutes with its poll thread sharing the
+    /// device: not on wgpu's GL backend, which serialises every call on one
+    /// context lock and panics when a call waits over 6 s for it (seen in
+    /// `bench --quick` on llvmpipe, 2026-12-01).
+    LongStreaming,
 }
 
 /// Why no device could be opened.

@@ -20,7 +20,15 @@ fn bench_quick_smoke_run_reports_every_case() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("bench.json");
     let plot = dir.path().join("bench.png");
-    let child = bin()
+    let mut bench = bin();
+    // Where only GL is found, the GPU cases are left out (with a notice, or
+    // a failure under GPUSTREAM_REQUIRE_GPU=1): bench then sees no adapter.
+    if let Some(ctx) = gpustream::gpu::test_device() {
+        if !gpustream::gpu::test_supports(&ctx, gpustream::gpu::Capability::LongStreaming) {
+            bench.env("WGPU_BACKEND", "vulkan,metal,dx12");
+        }
+    }
+    let child = bench
         .args(["bench", "--quick", "--json"])
         .arg(&json)
         .arg("--plot")

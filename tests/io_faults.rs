@@ -8,6 +8,8 @@ use std::io::Write;
 use std::path::Path;
 
 use crossbeam::channel;
+mod support;
+
 use gpustream::io::{
     AlignedBuf, BackendKind, FaultConfig, IoConfig, IoEngine, IoError, IoFile, OpenMode, Priority,
     ReadOp,
@@ -250,13 +252,11 @@ fn sweep(kind: BackendKind, seeds: std::ops::Range<u64>) {
 
 #[test]
 fn faults_io_uring_1000_seeds() {
-    if IoEngine::new(IoConfig {
+    if let Err(e) = IoEngine::new(IoConfig {
         backend: BackendKind::IoUring,
         ..IoConfig::default()
-    })
-    .is_err()
-    {
-        eprintln!("!!! io_uring unavailable here: SKIPPING the io_uring fault sweep !!!");
+    }) {
+        support::io_uring_unavailable("the io_uring fault sweep", &e);
         return;
     }
     sweep(BackendKind::IoUring, 0..1000);

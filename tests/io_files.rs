@@ -5,6 +5,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+mod support;
+
 use crossbeam::channel;
 use gpustream::io::{
     align_range, AlignedBuf, BackendKind, IoConfig, IoEngine, IoError, OpenMode, Priority, ReadOp,
@@ -32,7 +34,7 @@ fn engines() -> Vec<IoEngine> {
         ..IoConfig::default()
     }) {
         Ok(e) => v.push(e),
-        Err(e) => eprintln!("!!! io_uring unavailable ({e}): only the thread pool is tested !!!"),
+        Err(e) => support::io_uring_unavailable("io_uring half of this test", &e),
     }
     v
 }
@@ -67,25 +69,64 @@ fn a_directory_is_not_a_file() {
     ));
 }
 
-#[test]
-fn unreadable_file_is_an_open_error() {
-    use std::os::unix::fs::PermissionsExt;
-    let d = tmp();
-    let p = d.path().join("secret.bin");
-    write_file(&p, 100);
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+/// Set in the unprivileged child of `unreadable_file_is_an_open_error`: the
+/// path it must fail to open.
+const UNREADABLE_ENV: &str = "GPUSTREAM_TEST_UNREADABLE";
+
+/// Opening `p` (mode 000) fails with `Open`/`PermissionDenied`.
+fn check_unreadable(p: &Path) {
     let e = IoEngine::new(IoConfig::default()).unwrap();
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        eprintln!("!!! running as root, which bypasses permissions: permission check skipped !!!");
-        return;
-    }
-    match e.open(&p, OpenMode::Auto) {
-        Err(IoError::Open { source, .. }) => {
+    match e.open(p, OpenMode::Auto) {
+        Err(IoError::Open { path, source }) => {
+            assert_eq!(path, p);
             assert_eq!(source.kind(), std::io::ErrorKind::PermissionDenied)
         }
         other => panic!("expected a permission error, got {other:?}"),
     }
+}
+
+#[test]
+fn unreadable_file_is_an_open_error() {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if let Some(p) = std::env::var_os(UNREADABLE_ENV) {
+        // The child: setpriv must really have dropped root.
+        assert_ne!(euid, 0, "still root in the unprivileged child");
+        return check_unreadable(Path::new(&p));
+    }
+    // In the system temp directory, not under target/: `nobody` must reach
+    // both the file and a copy of this test binary, wherever the checkout is.
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let p = d.path().join("secret.bin");
+    write_file(&p, 100);
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+    if euid != 0 {
+        return check_unreadable(&p);
+    }
+    // Root bypasses permissions (and CI runs as root): run this test again
+    // as `nobody`, with setpriv from util-linux, on the same file.
+    let exe = d.path().join("io_files");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "unreadable_file_is_an_open_error",
+            "--test-threads=1",
+        ])
+        .env(UNREADABLE_ENV, &p)
+        .output()
+        .expect("running setpriv (util-linux), needed to drop root for this test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "the unprivileged run failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -292,12 +333,12 @@ fn engine_drop_waits_for_submitted_reads() {
 
 #[test]
 fn registered_memory_and_files_are_used_by_io_uring() {
-    let Ok(e) = IoEngine::new(IoConfig {
+    let e = match IoEngine::new(IoConfig {
         backend: BackendKind::IoUring,
         ..IoConfig::default()
-    }) else {
-        eprintln!("!!! io_uring unavailable: registered buffers not tested !!!");
-        return;
+    }) {
+        Ok(e) => e,
+        Err(e) => return support::io_uring_unavailable("registered buffers", &e),
     };
     let d = tmp();
     let p = d.path().join("fixed.bin");
@@ -329,9 +370,12 @@ fn registered_memory_and_files_are_used_by_io_uring() {
     let s = e.stats();
     assert_eq!(s.bytes, 1 << 20);
     assert!(s.reads >= 16);
-    if s.fixed_buffer_reads == 0 {
-        eprintln!("note: the kernel refused to register the buffer (memlock limit?)");
-    }
+    // Every read landed in registered memory and went through the
+    // registered file; a kernel that refused the registration fails here.
+    assert!(
+        s.fixed_buffer_reads >= 16,
+        "registered memory unused: {s:?}"
+    );
     assert!(s.fixed_file_reads >= 16, "{s:?}");
     e.unregister_memory(base);
     drop(e);
@@ -355,8 +399,8 @@ fn direct_reads_refused_after_open_fall_back_to_buffered() {
         .unwrap();
         let f = e.open(&p, OpenMode::Direct).unwrap();
         if !f.is_direct() {
-            eprintln!("note: no O_DIRECT here, nothing to refuse");
-            return;
+            eprintln!("note: no O_DIRECT here for {kind:?}, nothing to refuse");
+            continue;
         }
         let s = e.read_at(&f, 0, 256 << 10).unwrap();
         assert_eq!(s.len(), 256 << 10);

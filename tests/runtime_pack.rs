@@ -2,6 +2,8 @@
 //! sweep over 1,000 seeds, and (on a wgpu adapter) buffers and textures
 //! streamed tile by tile and read back equal to the source.
 
+mod support;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -94,7 +96,7 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
             }) {
                 Ok(rt) => rt,
                 Err(e) if backend == BackendKind::IoUring => {
-                    eprintln!("io_uring unavailable here ({e}); the threads backend still runs");
+                    support::io_uring_unavailable("the io_uring round trip", &e);
                     continue;
                 }
                 Err(e) => panic!("{e}"),
@@ -281,6 +283,7 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
+    let (mut sweep_failed, mut sweep_delivered) = (0u64, 0u64);
     for seed in 0..seeds {
         let backend = if seed % 2 == 0 {
             BackendKind::Threads
@@ -420,8 +423,11 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
                     );
                     failures += 1;
                     first_failed.get_or_insert(i);
-                    let msg = f.error.to_string();
-                    assert!(!msg.is_empty());
+                    // The only fault that fails a request is the injected
+                    // EIO (the others are retried or continued): the error
+                    // is that read, naming the pack file.
+                    assert_injected_eio(&f.error, &fx.path, seed, i);
+                    assert_eq!(f.file.as_deref(), Some(fx.path.as_path()), "seed {seed}");
                 }
                 StatusEntry::Ok => {
                     // Ok: delivered, or cancelled (then untouched if cancelled
@@ -439,10 +445,12 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
                             got == *want,
                             "seed {seed}: request {i} delivered wrong bytes"
                         );
+                        sweep_delivered += 1;
                     }
                 }
             }
         }
+        sweep_failed += failures;
         let rec = q.error_record();
         assert_eq!(rec.failure_count, failures, "seed {seed}");
         assert_eq!(rec.failure_count, st.failed, "seed {seed}");
@@ -454,6 +462,34 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
             );
         }
     }
+    // The faults must really have reached requests, and not all of them.
+    eprintln!("fault sweep: {sweep_failed} requests failed, {sweep_delivered} delivered");
+    assert!(sweep_failed > 0, "no injected fault failed any request");
+    assert!(
+        sweep_delivered > sweep_failed,
+        "{sweep_failed} failed, {sweep_delivered} delivered"
+    );
+}
+
+/// `error` is the injected EIO on a read of `pack`.
+fn assert_injected_eio(error: &RequestError, pack: &Path, seed: u64, i: usize) {
+    let RequestError::Io(io) = error else {
+        panic!("seed {seed}: request {i} failed with {error}, not the injected EIO");
+    };
+    match &**io {
+        gpustream::io::IoError::Read { path, source, .. } => {
+            assert_eq!(path, pack, "seed {seed}: request {i}");
+            assert_eq!(
+                source.raw_os_error(),
+                Some(libc::EIO),
+                "seed {seed}: {error}"
+            );
+        }
+        other => panic!("seed {seed}: request {i} failed with {other}, not the injected EIO"),
+    }
+    let msg = error.to_string();
+    let name = pack.file_name().unwrap().to_string_lossy();
+    assert!(msg.contains(&*name) && msg.contains("offset"), "{msg}");
 }
 
 // ---------------------------------------------------------------- GPU --
@@ -597,12 +633,8 @@ fn stream_textures(
     for (name, format, width, height, mips) in &textures {
         let asset = pf.pack().find(name).unwrap();
         if format.is_compressed()
-            && !ctx
-                .device
-                .features()
-                .contains(wgpu::Features::TEXTURE_COMPRESSION_BC)
+            && !gpustream::gpu::test_supports(ctx, gpustream::gpu::Capability::BcReadback)
         {
-            eprintln!("adapter lacks BC textures: skipping {name}");
             continue;
         }
         let tex = ctx.device.create_texture(&wgpu::TextureDescriptor {

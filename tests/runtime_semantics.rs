@@ -278,8 +278,37 @@ fn validation_errors_come_back_from_enqueue() {
         ))
         .unwrap_err();
     assert!(matches!(e, RequestError::Codec(_)), "{e}");
-    // A GPU destination on a runtime without a GPU is refused, not lost.
     q.submit();
+}
+
+/// A GPU destination on a runtime without a GPU is refused at enqueue with
+/// `NoGpu`, not lost. The buffer comes from wgpu's noop backend, which any
+/// machine has, so this runs without a GPU too.
+#[test]
+fn a_gpu_destination_on_a_runtime_without_a_gpu_is_refused() {
+    let ctx = gpustream::gpu::open_device_for(Some("noop")).expect("wgpu's noop backend");
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("no-gpu destination"),
+        size: 256,
+        usage: wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let rt = runtime();
+    let q = memory_queue(&rt, 16);
+    let e = q
+        .enqueue(Request::new(
+            lz4_source(&block(9, 256)),
+            Destination::Buffer { buffer, offset: 0 },
+        ))
+        .unwrap_err();
+    assert!(matches!(e, RequestError::NoGpu), "{e}");
+    // Refused, so nothing is in flight and nothing was counted as failed.
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    assert!(f.wait_timeout(1, Duration::from_secs(10)));
+    assert_eq!(q.error_record().failure_count, 0);
+    assert_eq!(q.stats().failed, 0);
 }
 
 #[test]

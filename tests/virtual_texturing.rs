@@ -68,6 +68,9 @@ fn classify(r: &RunResult, cfg: &RunConfig) -> (Vec<u8>, usize) {
 
 fn run(cfg: &RunConfig) -> Option<RunResult> {
     let ctx = gpustream::gpu::test_device()?;
+    if !gpustream::gpu::test_supports(&ctx, gpustream::gpu::Capability::RenderReadback) {
+        return None;
+    }
     Some(vt::app::run(&ctx, cfg).expect("the demo runs"))
 }
 
