@@ -42,14 +42,19 @@ impl Owed {
 }
 
 impl GpuPoller {
-    /// Starts the poll thread for `device`.
-    pub fn spawn(device: wgpu::Device) -> std::io::Result<GpuPoller> {
+    /// Starts the poll thread for `device`. `on_lost` runs (on the poll
+    /// thread) if wgpu panics while polling: the callbacks still owed will
+    /// never run.
+    pub fn spawn(
+        device: wgpu::Device,
+        on_lost: impl Fn(String) + Send + 'static,
+    ) -> std::io::Result<GpuPoller> {
         let (tx, rx) = crossbeam::channel::unbounded();
         let owed = Arc::new(AtomicUsize::new(0));
         let o = owed.clone();
         let thread = std::thread::Builder::new()
             .name("gpustream-poll".into())
-            .spawn(move || poll_loop(device, rx, o))?;
+            .spawn(move || poll_loop(device, rx, o, Box::new(on_lost)))?;
         Ok(GpuPoller {
             tx: Some(tx),
             owed,
@@ -90,12 +95,33 @@ impl Drop for GpuPoller {
     }
 }
 
-fn poll_loop(device: wgpu::Device, rx: Receiver<Kick>, owed: Arc<AtomicUsize>) {
+fn poll_loop(
+    device: wgpu::Device,
+    rx: Receiver<Kick>,
+    owed: Arc<AtomicUsize>,
+    on_lost: Box<dyn Fn(String) + Send>,
+) {
+    // wgpu's GL backend holds its context lock for the whole of a blocking
+    // wait, and other threads' GL calls give up on that lock after a few
+    // seconds (a panic inside wgpu): on GL this thread polls without
+    // blocking and waits on its channel between polls.
+    let blocking = device.adapter_info().backend != wgpu::Backend::Gl;
     let mut subs: VecDeque<wgpu::SubmissionIndex> = VecDeque::new();
     let take = |k: Kick, subs: &mut VecDeque<wgpu::SubmissionIndex>| {
         if let Kick::Submitted(i) = k {
             subs.push_back(i)
         }
+    };
+    // A panic inside wgpu must not leave the runtime waiting for callbacks
+    // that will never run: it is reported, and the runtime fails what the
+    // GPU still held.
+    let poll = |kind: wgpu::PollType| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device.poll(kind))).map_err(|p| {
+            p.downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into())
+        })
     };
     while let Ok(k) = rx.recv() {
         take(k, &mut subs);
@@ -103,23 +129,32 @@ fn poll_loop(device: wgpu::Device, rx: Receiver<Kick>, owed: Arc<AtomicUsize>) {
             while let Ok(k) = rx.try_recv() {
                 take(k, &mut subs);
             }
-            if let Some(index) = subs.pop_front() {
+            let next = if blocking { subs.pop_front() } else { None };
+            let outcome = match next {
                 // Blocks until that submission is done and runs its callbacks.
-                let _ = device.poll(wgpu::PollType::Wait {
+                Some(index) => poll(wgpu::PollType::Wait {
                     submission_index: Some(index),
                     timeout: None,
-                });
+                }),
+                None if owed.load(Ordering::Acquire) == 0 => {
+                    subs.clear();
+                    break;
+                }
+                None => poll(wgpu::PollType::Poll),
+            };
+            if let Err(what) = outcome {
+                on_lost(what);
+                return;
+            }
+            if blocking && !subs.is_empty() {
                 continue;
             }
             if owed.load(Ordering::Acquire) == 0 {
+                subs.clear();
                 break;
             }
-            let _ = device.poll(wgpu::PollType::Poll);
-            if owed.load(Ordering::Acquire) == 0 {
-                break;
-            }
-            // A mapping still owed waits on a buffer busy in a submission we
-            // were not told of (the application's): wait for news, briefly.
+            // Work still owed (a mapping on a buffer the application's own
+            // submission holds, or any work on GL): wait for news, briefly.
             match rx.recv_timeout(Duration::from_micros(200)) {
                 Ok(k) => take(k, &mut subs),
                 Err(RecvTimeoutError::Timeout) => {}

@@ -228,7 +228,12 @@ impl Dispatcher {
         // File parts by (file, family): a run lands either in staging or in
         // a bounce buffer, never both.
         let mut groups: Vec<((usize, bool), Vec<Part>)> = Vec::new();
+        let lost = self.gpu.as_ref().and_then(|g| g.lost().map(str::to_string));
         for part in parts {
+            if let (Some(why), true) = (&lost, part.to_gpu()) {
+                self.part_done(part.job, Err(super::gpu_batch::lost_error(why)));
+                continue;
+            }
             match &part.block.data {
                 BlockData::Memory(..) => {
                     if let Err(p) = self.place_memory_part(part) {

@@ -48,6 +48,8 @@ pub(crate) enum GpuEvent {
     BatchDone(usize),
     /// A batch's status words are mapped.
     StatusMapped(usize),
+    /// wgpu panicked while polling: no callback owed will run.
+    Lost(String),
 }
 
 /// A part whose bytes sit in a staging chunk, ready for the GPU.
@@ -162,6 +164,8 @@ pub(crate) struct GpuBatcher {
     open: Option<Open>,
     in_flight: HashMap<usize, InFlight>,
     caps: BatchCaps,
+    /// Why the GPU can no longer be used (wgpu panicked in the poll thread).
+    lost: Option<String>,
     /// wgpu's noop backend runs no shaders: status words are preset to OK
     /// there, so the host side can be measured with the decode "done".
     noop: bool,
@@ -185,7 +189,10 @@ impl GpuBatcher {
         events: Sender<GpuEvent>,
         submit_ns: Arc<AtomicU64>,
     ) -> std::io::Result<GpuBatcher> {
-        let poller = GpuPoller::spawn(device.clone())?;
+        let lost_tx = events.clone();
+        let poller = GpuPoller::spawn(device.clone(), move |what| {
+            let _ = lost_tx.send(GpuEvent::Lost(what));
+        })?;
         let stored = StoredCopyPipeline::new(&device);
         let crc = verify.then(|| Crc32cPipeline::new(&device));
         let noop = device.adapter_info().backend == wgpu::Backend::Noop;
@@ -206,6 +213,7 @@ impl GpuBatcher {
             open: None,
             in_flight: HashMap::new(),
             caps,
+            lost: None,
             noop,
             submit_ns,
         })
@@ -217,6 +225,11 @@ impl GpuBatcher {
     pub fn software_adapter(&self) -> bool {
         let info = self.device.adapter_info();
         info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::Noop
+    }
+
+    /// Why the GPU is unusable, once wgpu has failed under the runtime.
+    pub fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
     }
 
     /// Whether LZ4 blocks are decoded here.
@@ -239,6 +252,15 @@ impl GpuBatcher {
     /// chunk does not fit), with one submission copying them all.
     pub fn take_ready_chunks(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) {
         let ready: Vec<usize> = self.ring.ready().collect();
+        if let Some(why) = &self.lost {
+            for c in ready {
+                for s in self.staged[c].drain(..) {
+                    done.push((s.part, Err(lost_error(why))));
+                }
+                self.ring.recycle(c);
+            }
+            return;
+        }
         let mut enc: Option<wgpu::CommandEncoder> = None;
         let mut copied = Vec::new();
         for c in ready {
@@ -567,6 +589,24 @@ impl GpuBatcher {
                 }
             }
             GpuEvent::ChunkMapped(c) => self.ring.mapped(c),
+            GpuEvent::Lost(why) => {
+                // Nothing in flight will complete: fail it, and every part
+                // from now on.
+                for (_, f) in self.in_flight.drain() {
+                    for (e, _) in f.entries {
+                        if let Some(j) = jobs.get(e.part.job) {
+                            j.spec.ctl.end_gpu();
+                        }
+                        done.push((e.part, Err(lost_error(&why))));
+                    }
+                }
+                if let Some(open) = self.open.take() {
+                    for e in open.entries {
+                        done.push((e.part, Err(lost_error(&why))));
+                    }
+                }
+                self.lost = Some(why);
+            }
             GpuEvent::BatchDone(r) => {
                 let Some(f) = self.in_flight.get(&r) else {
                     return;
@@ -615,6 +655,13 @@ impl GpuBatcher {
             }
         }
     }
+}
+
+/// The error of a part the GPU can no longer deliver.
+pub(crate) fn lost_error(why: &str) -> RequestError {
+    RequestError::Internal(format!(
+        "the GPU failed under the runtime (wgpu panicked: {why})"
+    ))
 }
 
 /// How a part's passes ended, from its status words.
