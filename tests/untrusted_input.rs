@@ -138,6 +138,27 @@ fn png_regressions_declaring_huge_sizes_are_refused_before_decoding() {
 }
 
 #[test]
+fn a_small_jpeg_declaring_a_huge_size_is_refused_before_decoding() {
+    let mut jpeg = encoded(image::ImageFormat::Jpeg);
+    // The baseline frame header (SOF0): marker, length, precision, then
+    // height and width, big-endian.
+    let sof = jpeg
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("a baseline JPEG has SOF0");
+    jpeg[sof + 5..sof + 7].copy_from_slice(&16384u16.to_be_bytes());
+    jpeg[sof + 7..sof + 9].copy_from_slice(&16384u16.to_be_bytes());
+    let e = decode_image(Path::new("huge.jpg"), &jpeg).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("huge.jpg")
+            && msg.contains("declares 16384x16384")
+            && msg.contains("can describe"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn mutated_png_and_jpeg_files_decode_or_fail_cleanly() {
     let mut rng = ChaCha8Rng::seed_from_u64(17);
     for (format, name) in [

@@ -103,12 +103,17 @@ fn png_size(bytes: &[u8]) -> Option<(u32, u32)> {
     Some((be(16)?, be(20)?))
 }
 
+/// The most pixels one byte of a compressed image can describe (see
+/// [`decode_image`]).
+const MAX_PIXELS_PER_BYTE: u64 = 256;
+
 /// Decodes a PNG or JPEG to RGBA8. `path` names the file in errors.
 ///
 /// The declared size is checked before anything is decoded: at most
-/// [`MAX_TEXTURE_DIM`] a side, for a PNG no more pixels than its bytes can
-/// hold, and the decoder is held to the allocation that size needs, so a
-/// small file declaring a huge image costs an error, not the memory.
+/// [`MAX_TEXTURE_DIM`] a side, no more pixels than the file's bytes can
+/// describe (tighter for PNG), and the decoder is held to the allocation
+/// that size needs, so a small file declaring a huge image costs an error,
+/// not the memory.
 pub fn decode_image(path: &Path, bytes: &[u8]) -> Result<Rgba8Image, PackError> {
     let err = |reason: String| PackError::Import {
         path: path.to_path_buf(),
@@ -152,6 +157,18 @@ pub fn decode_image(path: &Path, bytes: &[u8]) -> Result<Rgba8Image, PackError> 
         )));
     }
     let pixels = u64::from(w) * u64::from(h);
+    // Any format: no more pixels than the file's bytes can describe at the
+    // best ratio its codec reaches. A baseline JPEG spends at least 2 bits
+    // (a DC difference and an end-of-block) on each 8x8 block of each
+    // component, so one byte describes at most 256 pixels of one component;
+    // PNG is bounded more tightly above. Without this, a few hundred bytes
+    // declaring 16384x16384 would make the decoder allocate 768 MiB.
+    if pixels > bytes.len() as u64 * MAX_PIXELS_PER_BYTE {
+        return Err(err(format!(
+            "the header declares {w}x{h} ({pixels} pixels), more than its {} bytes can describe",
+            bytes.len()
+        )));
+    }
     // The decoder's own buffers: at most 8 bytes a pixel (16-bit RGBA),
     // plus room for its tables and a row or two.
     limits.max_alloc = Some(pixels * 8 + (16 << 20));
