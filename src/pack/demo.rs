@@ -176,7 +176,10 @@ pub fn build_demo_pack(
         std::fs::create_dir_all(dir)
             .map_err(|e| PackError::io("create directory", dir, 0, 0, e))?;
     }
-    let tmp = path.with_extension("gspk.partial");
+    // One temporary file per process: two processes building the same pack
+    // at once (parallel tests, two shells) each rename a whole pack into
+    // place, and a reader holding the old file keeps it.
+    let tmp = path.with_extension(format!("gspk.partial.{}", std::process::id()));
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut writer = PackWriter::create(
         &tmp,

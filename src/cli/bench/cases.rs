@@ -40,8 +40,11 @@ pub(super) fn variant(src: &Path, codec: Codec) -> Result<PathBuf, BoxError> {
         out.display()
     );
     let level = if codec == Codec::Zstd { 3 } else { 0 };
+    // Written beside and renamed into place, so a second bench process
+    // running at the same time never reads a half-written variant.
+    let tmp = out.with_extension(format!("gspk.partial.{}", std::process::id()));
     let mut w = PackWriter::create(
-        &out,
+        &tmp,
         WriterOptions {
             codec,
             level,
@@ -62,6 +65,7 @@ pub(super) fn variant(src: &Path, codec: Codec) -> Result<PathBuf, BoxError> {
         }
     }
     w.finish()?;
+    std::fs::rename(&tmp, &out)?;
     Ok(out)
 }
 
