@@ -35,7 +35,13 @@
 //! The environment variables `GPUSTREAM_BENCH_RUNS`, `GPUSTREAM_BENCH_BATCHES`
 //! and `GPUSTREAM_BENCH_PATH` of earlier versions still work.
 
-use gpustream::decode::gpu::{read_buffer, Lz4Batch, Lz4DecodePath, Lz4DecodePipeline, Lz4Status};
+// The batch harness the GPU decoder tests use, shared by path.
+#[path = "../tests/common/lz4_batch.rs"]
+#[allow(dead_code)] // the tests use the rest
+mod lz4_batch;
+
+use gpustream::decode::gpu::{read_buffer, Lz4DecodePath, Lz4DecodePipeline, Lz4Status};
+use lz4_batch::{Lz4Batch, Lz4GpuBatch};
 use gpustream::gpu::{open_device, GpuContext};
 use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{AssetKind, BlockId, Pack, TextureFormat, STORE_RAW_UNLESS_SAVES_DIVISOR};
@@ -256,7 +262,7 @@ type Queries = (wgpu::QuerySet, wgpu::Buffer, wgpu::Buffer);
 fn timed_run(
     ctx: &GpuContext,
     pipeline: &Lz4DecodePipeline,
-    gpu: &gpustream::decode::gpu::Lz4GpuBatch,
+    gpu: &Lz4GpuBatch,
     queries: Option<&Queries>,
 ) -> (Option<f64>, f64) {
     let mut encoder = ctx.device.create_command_encoder(&Default::default());
@@ -580,7 +586,7 @@ fn write_json(
 /// Every block decoded OK to its original bytes.
 fn check(
     ctx: &GpuContext,
-    gpu: &gpustream::decode::gpu::Lz4GpuBatch,
+    gpu: &Lz4GpuBatch,
     batch: &Lz4Batch,
     blocks: &[(Vec<u8>, Vec<u8>)],
     corpus: &str,
@@ -615,7 +621,7 @@ fn read_whole(ctx: &GpuContext, buffer: &wgpu::Buffer) -> Vec<u8> {
     read_buffer(&ctx.device, &readback).expect("device lost")
 }
 
-fn read_status(ctx: &GpuContext, gpu: &gpustream::decode::gpu::Lz4GpuBatch) -> Vec<Lz4Status> {
+fn read_status(ctx: &GpuContext, gpu: &Lz4GpuBatch) -> Vec<Lz4Status> {
     let size = gpu.status.size();
     let readback = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: None,

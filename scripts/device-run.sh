@@ -5,7 +5,8 @@
 #     scripts/device-run.sh --stage
 # builds the release binaries, the gpu_lz4 bench and two examples, and hands
 # them with the Vulkan loader kit to ../shared/device/stage.sh (into .gpu/).
-# Then, on the GPU machine (device tool, carry [".gpu"], timeout 540):
+# Then, on the H200 host, from a copy of the tree that includes .gpu/
+# (about 35 MiB; give the run 9 minutes):
 #     bash scripts/device-run.sh
 # It needs no cargo there. It runs, each step under its own time limit so the
 # whole run ends within 8 minutes, and writes everything as JSON under $OUT
@@ -51,8 +52,8 @@ if [ "${1:-}" = "--stage" ]; then
         rm -rf .gpu && mkdir -p .gpu/gl
         cp "$kit"/gl/*.deb .gpu/gl/ && cp "$kit/prelude.sh" .gpu/ && cp "${files[@]}" .gpu/
     fi
-    # Release builds carry debug info here (about 300 MiB in all); the
-    # device tool carries at most 64 MiB, so the staged copies are stripped.
+    # Release builds carry debug info (about 300 MiB in all); stripped, the
+    # staged copies stay under 64 MiB, small enough to copy to the host.
     for f in "${files[@]}"; do strip ".gpu/$(basename "$f")"; done
     du -sh .gpu
     exit 0

@@ -319,42 +319,6 @@ fn compare(infos: &[wgpu::AdapterInfo], best: usize) -> String {
     }
 }
 
-/// The device for a GPU test. Where none exists it prints a loud notice and
-/// returns `None` so the test can skip, unless `GPUSTREAM_REQUIRE_GPU=1`
-/// (set by CI), which turns the missing adapter into a failure.
-pub fn test_device() -> Option<GpuContext> {
-    match open_device() {
-        Ok(ctx) => Some(ctx),
-        Err(e) => {
-            skip_gpu_test(&format!("{e} (install mesa-vulkan-drivers for lavapipe)"));
-            None
-        }
-    }
-}
-
-/// Whether a GPU test may go on to use `cap` on `ctx`. When the device lacks
-/// it, prints a loud notice naming what is missing and returns `false`, or,
-/// under `GPUSTREAM_REQUIRE_GPU=1`, fails the test.
-pub fn test_supports(ctx: &GpuContext, cap: Capability) -> bool {
-    match ctx.lacks(cap) {
-        None => true,
-        Some(why) => {
-            skip_gpu_test(&format!("{cap:?}: {why}"));
-            false
-        }
-    }
-}
-
-/// A GPU test (or part of one) that cannot run here: a loud notice on
-/// stderr, or a panic under `GPUSTREAM_REQUIRE_GPU=1`, where CI expects every
-/// GPU test to run.
-fn skip_gpu_test(why: &str) {
-    if std::env::var("GPUSTREAM_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("GPUSTREAM_REQUIRE_GPU=1 but this GPU test cannot run: {why}");
-    }
-    eprintln!("!!! SKIPPING GPU TEST: {why}");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,9 +7,22 @@
 //! (bytes into GPU-visible memory) -> `decode` (CPU or GPU) -> `destinations`
 //! (memory, buffers, textures) -> `completion` (fences, status arrays).
 //! [`codec`] holds the per-block codecs every stage shares, and [`gpu`] the
-//! adapter plumbing.
+//! adapter plumbing. [`prelude`] has what a program needs in one `use`.
+//!
+//! With default features off (`default-features = false`), the crate is the
+//! streaming library alone: no CLI, packer import, BCn encoder or plots
+//! (docs/dependencies.md).
 
 #![warn(missing_docs)]
+
+// The README's library example and docs/runtime.md's walkthrough are
+// compiled with the doctests, so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/runtime.md")]
+struct RuntimeDocDoctests;
 
 pub mod codec;
 pub mod completion;
@@ -18,8 +31,8 @@ pub mod destinations;
 pub mod gpu;
 pub mod io;
 pub mod pack;
-pub mod report;
+pub mod prelude;
 pub mod runtime;
-pub mod staging;
+pub(crate) mod staging;
 
 pub use codec::{Codec, CodecError, MAX_BLOCK_SIZE};

@@ -44,6 +44,7 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
+    cli::logger::init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Adapters(args) => cli::adapters::run(args),

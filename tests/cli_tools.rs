@@ -1,6 +1,8 @@
 //! The `gpustream` binary end to end: the bench smoke run CI relies on, and
 //! trace capture -> trace-info -> replay, with a broken trace refused by line.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -23,8 +25,8 @@ fn bench_quick_smoke_run_reports_every_case() {
     let mut bench = bin();
     // Where only GL is found, the GPU cases are left out (with a notice, or
     // a failure under GPUSTREAM_REQUIRE_GPU=1): bench then sees no adapter.
-    if let Some(ctx) = gpustream::gpu::test_device() {
-        if !gpustream::gpu::test_supports(&ctx, gpustream::gpu::Capability::LongStreaming) {
+    if let Some(ctx) = common::test_device() {
+        if !common::test_supports(&ctx, gpustream::gpu::Capability::LongStreaming) {
             bench.env("WGPU_BACKEND", "vulkan,metal,dx12");
         }
     }

@@ -6,10 +6,13 @@
 //!
 //! Run: `WGPU_BACKEND=vulkan GPUSTREAM_REQUIRE_GPU=1 cargo test --release --test gpu_crc32c`
 
+mod common;
+
 use gpustream::decode::cpu_twin;
 use gpustream::decode::gpu::crc32c::check_code;
 use gpustream::decode::gpu::{read_buffer, BlockCheck, BlockCheckDesc, Crc32cPipeline};
-use gpustream::gpu::{test_device, GpuContext};
+use common::test_device;
+use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgpu::util::DeviceExt;

@@ -4,11 +4,15 @@
 //!
 //! Run: `WGPU_BACKEND=vulkan cargo test --release --test gpu_lz4`
 
+mod common;
+
 use gpustream::decode::gpu::{
-    decode_blocks_on_gpu, Lz4Batch, Lz4BatchResult, Lz4DecodePath, Lz4DecodePipeline,
+    decode_blocks_on_gpu, Lz4DecodePath, Lz4DecodePipeline,
 };
 use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
-use gpustream::gpu::{test_device, GpuContext};
+use common::lz4_batch::{Lz4Batch, Lz4BatchResult};
+use common::test_device;
+use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -503,7 +507,7 @@ fn padded_rows_copy_into_textures() {
             148,
             1,
         );
-        if gpustream::gpu::test_supports(&ctx, gpustream::gpu::Capability::BcReadback) {
+        if common::test_supports(&ctx, gpustream::gpu::Capability::BcReadback) {
             // BC7, 40 x 40 texels: 10 x 10 blocks of 16 bytes, 160-byte rows.
             decode_into_texture(
                 &ctx,

@@ -6,9 +6,11 @@
 //!
 //! Run: `WGPU_BACKEND=vulkan cargo test --release --test gpu_lz4_dispatch`
 
+mod common;
+
 use gpustream::decode::gpu::{default_path, read_buffer, Lz4DecodePath, Lz4DecodePipeline};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
-use gpustream::gpu::test_device;
+use common::test_device;
 use wgpu::util::DeviceExt;
 
 #[test]

@@ -6,9 +6,13 @@
 //!
 //! Run: `WGPU_BACKEND=vulkan cargo test --release --test gpu_lz4_mutations`
 
-use gpustream::decode::gpu::{Lz4Batch, Lz4DecodePath, Lz4DecodePipeline};
+mod common;
+
+use gpustream::decode::gpu::{Lz4DecodePath, Lz4DecodePipeline};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
-use gpustream::gpu::{test_device, GpuContext};
+use common::lz4_batch::Lz4Batch;
+use common::test_device;
+use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgpu::util::DeviceExt;

@@ -6,9 +6,12 @@
 //!
 //! Run: `WGPU_BACKEND=vulkan GPUSTREAM_REQUIRE_GPU=1 cargo test --release --test gpu_stored_copy`
 
+mod common;
+
 use gpustream::decode::gpu::{read_buffer, validate_stored_descs, StoredCopyPipeline};
 use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
-use gpustream::gpu::{test_device, GpuContext};
+use common::test_device;
+use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgpu::util::DeviceExt;

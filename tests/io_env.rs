@@ -1,7 +1,7 @@
 //! `GPUSTREAM_IO=threads` forces the thread pool under `BackendKind::Auto`
 //! (its own test binary: the environment is process-wide).
 
-mod support;
+mod common;
 
 use gpustream::io::{BackendKind, IoConfig, IoEngine};
 
@@ -25,7 +25,7 @@ fn env_forces_threads_under_auto_only() {
             "io_uring",
             "an explicit choice wins over the variable"
         ),
-        Err(e) => support::io_uring_unavailable("the explicit io_uring choice", &e),
+        Err(e) => common::io_uring_unavailable("the explicit io_uring choice", &e),
     }
     std::env::remove_var("GPUSTREAM_IO");
 }

@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crossbeam::channel;
-mod support;
+mod common;
 
 use gpustream::io::{
     AlignedBuf, BackendKind, FaultConfig, IoConfig, IoEngine, IoError, IoFile, OpenMode, Priority,
@@ -256,7 +256,7 @@ fn faults_io_uring_1000_seeds() {
         backend: BackendKind::IoUring,
         ..IoConfig::default()
     }) {
-        support::io_uring_unavailable("the io_uring fault sweep", &e);
+        common::io_uring_unavailable("the io_uring fault sweep", &e);
         return;
     }
     sweep(BackendKind::IoUring, 0..1000);

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-mod support;
+mod common;
 
 use crossbeam::channel;
 use gpustream::io::{
@@ -34,7 +34,7 @@ fn engines() -> Vec<IoEngine> {
         ..IoConfig::default()
     }) {
         Ok(e) => v.push(e),
-        Err(e) => support::io_uring_unavailable("io_uring half of this test", &e),
+        Err(e) => common::io_uring_unavailable("io_uring half of this test", &e),
     }
     v
 }
@@ -338,7 +338,7 @@ fn registered_memory_and_files_are_used_by_io_uring() {
         ..IoConfig::default()
     }) {
         Ok(e) => e,
-        Err(e) => return support::io_uring_unavailable("registered buffers", &e),
+        Err(e) => return common::io_uring_unavailable("registered buffers", &e),
     };
     let d = tmp();
     let p = d.path().join("fixed.bin");

@@ -4,6 +4,8 @@
 //! pack was built from. Full tiles go through `copy_buffer_to_texture`
 //! straight from their decoded bytes, proving their rows need no padding.
 
+mod common;
+
 use gpustream::pack::{
     full_mip_count, AssetId, BlockId, Pack, PackWriter, TextureFormat, WriterOptions,
 };
@@ -191,13 +193,13 @@ fn upload_and_read_back(
 
 #[test]
 fn tiles_and_packed_mips_land_where_the_pack_says() {
-    let Some(ctx) = gpustream::gpu::test_device() else {
+    let Some(ctx) = common::test_device() else {
         return;
     };
     eprintln!("adapter: {}", ctx.describe());
     // Without BC readback (GL, or no BC support) only RGBA8 is tested,
     // with a notice (a failure under GPUSTREAM_REQUIRE_GPU=1).
-    let bc = gpustream::gpu::test_supports(&ctx, gpustream::gpu::Capability::BcReadback);
+    let bc = common::test_supports(&ctx, gpustream::gpu::Capability::BcReadback);
     let dir = tempfile::tempdir().unwrap();
     let mut cases = vec![(TextureFormat::Rgba8UnormSrgb, 300, 200)];
     if bc {

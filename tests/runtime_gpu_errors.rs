@@ -4,6 +4,8 @@
 //!
 //! Run: `WGPU_BACKEND=vulkan cargo test --release --test runtime_gpu_errors`
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,10 +48,10 @@ fn read_back(ctx: &gpustream::gpu::GpuContext, buffer: &wgpu::Buffer) -> Vec<u8>
 
 #[test]
 fn a_malformed_lz4_block_fails_only_its_own_request_on_the_gpu_path() {
-    let Some(ctx) = gpustream::gpu::test_device() else {
+    let Some(ctx) = common::test_device() else {
         return;
     };
-    if !gpustream::gpu::test_supports(&ctx, gpustream::gpu::Capability::ComputePasses) {
+    if !common::test_supports(&ctx, gpustream::gpu::Capability::ComputePasses) {
         return;
     }
     let rt = Runtime::new(&ctx.device, &ctx.queue, RuntimeConfig::default()).unwrap();

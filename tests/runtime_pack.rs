@@ -2,7 +2,7 @@
 //! sweep over 1,000 seeds, and (on a wgpu adapter) buffers and textures
 //! streamed tile by tile and read back equal to the source.
 
-mod support;
+mod common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -13,7 +13,7 @@ use gpustream::codec::Codec;
 use gpustream::completion::{Fence, StatusArray, StatusEntry};
 use gpustream::destinations::HostMemory;
 use gpustream::io::{BackendKind, FaultConfig, IoConfig};
-use gpustream::pack::{AssetId, PackWriter, TextureFormat, WriterOptions};
+use gpustream::pack::{AssetId, PackError, PackWriter, TextureFormat, WriterOptions};
 use gpustream::runtime::{
     CompressionSupport, Destination, QueueConfig, Request, RequestError, Runtime, RuntimeConfig,
     Source,
@@ -96,7 +96,7 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
             }) {
                 Ok(rt) => rt,
                 Err(e) if backend == BackendKind::IoUring => {
-                    support::io_uring_unavailable("the io_uring round trip", &e);
+                    common::io_uring_unavailable("the io_uring round trip", &e);
                     continue;
                 }
                 Err(e) => panic!("{e}"),
@@ -161,6 +161,74 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
             assert!(st.bytes_read > 0 && st.bytes_stored > 0);
         }
     }
+}
+
+#[test]
+fn pack_source_problems_are_typed_errors_from_enqueue() {
+    use gpustream::runtime::SourceProblem;
+    let fx = blob_pack(Codec::Lz4);
+    let rt = cpu_runtime(IoConfig::default());
+    let pf = rt.open_pack(&fx.path).unwrap();
+    let q = rt.create_queue(QueueConfig::default());
+    let mem = HostMemory::new(2 << 20);
+    let blob = pf.find("blob3").unwrap();
+    let enqueue = |source: Source| {
+        q.enqueue(Request::new(source, Destination::memory(&mem)))
+            .expect_err("must be refused")
+    };
+    // An AssetId is plain data: one past the table (or from another pack)
+    // is refused with the pack and the count named, not an index panic.
+    let count = pf.assets().len();
+    let e = enqueue(Source::blob(
+        &pf,
+        gpustream::pack::AssetId(count as u32 + 7),
+    ));
+    match &e {
+        RequestError::InvalidSource(SourceProblem::NoSuchAsset {
+            asset,
+            pack,
+            count: c,
+        }) => {
+            assert_eq!((*asset as usize, *c), (count + 7, count));
+            assert_eq!(pack, &fx.path);
+        }
+        other => panic!("expected NoSuchAsset, got {other:?}"),
+    }
+    assert!(e.to_string().contains("blobs.gspk"), "{e}");
+    // A blob asked for as a texture: the pack's lookup names the asset.
+    let e = enqueue(Source::PackedMips {
+        pack: pf.clone(),
+        asset: blob,
+    });
+    assert!(
+        matches!(&e, RequestError::Pack(PackError::Lookup { asset, .. }) if asset == "blob3"),
+        "{e:?}"
+    );
+    // A range past the blob's end.
+    let e = enqueue(Source::Blob {
+        pack: pf.clone(),
+        asset: blob,
+        range: Some(0..65_537),
+    });
+    assert!(
+        matches!(
+            &e,
+            RequestError::InvalidSource(SourceProblem::RangeOutsideBlob { size: 65_536, .. })
+        ),
+        "{e:?}"
+    );
+    // Every refusal left the queue usable: a valid request still completes.
+    q.enqueue(Request::new(
+        Source::blob(&pf, blob),
+        Destination::memory(&mem),
+    ))
+    .unwrap();
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    assert!(f.wait_timeout(1, Duration::from_secs(60)));
+    assert_eq!(q.error_record().failure_count, 0);
+    assert_eq!(&mem.to_vec().unwrap()[..65_536], &fx.blobs[3].1[..]);
 }
 
 #[test]
@@ -633,7 +701,7 @@ fn stream_textures(
     for (name, format, width, height, mips) in &textures {
         let asset = pf.pack().find(name).unwrap();
         if format.is_compressed()
-            && !gpustream::gpu::test_supports(ctx, gpustream::gpu::Capability::BcReadback)
+            && !common::test_supports(ctx, gpustream::gpu::Capability::BcReadback)
         {
             continue;
         }
@@ -771,7 +839,7 @@ fn stream_textures(
 
 #[test]
 fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
-    let Some(ctx) = gpustream::gpu::test_device() else {
+    let Some(ctx) = common::test_device() else {
         return;
     };
     eprintln!("adapter: {}", ctx.describe());
@@ -790,7 +858,7 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
 
 #[test]
 fn gpu_destination_validation_comes_back_from_enqueue() {
-    let Some(ctx) = gpustream::gpu::test_device() else {
+    let Some(ctx) = common::test_device() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -888,6 +956,63 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
         },
     ));
     assert!(matches!(e, Err(RequestError::DestinationTooSmall { .. })));
+    // Buffers: COPY_DST, 4-byte offsets, blob ranges from a multiple of 4.
+    use gpustream::pack::AssetKind;
+    use gpustream::runtime::{BufferProblem, SourceProblem};
+    let buffer = |usage| {
+        ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: None,
+            size: 1 << 20,
+            usage,
+            mapped_at_creation: false,
+        })
+    };
+    let into = |buffer: wgpu::Buffer, offset: u64, range: Option<std::ops::Range<u64>>| {
+        q.enqueue(Request::new(
+            Source::Blob {
+                pack: pf.clone(),
+                asset: mesh,
+                range,
+            },
+            Destination::Buffer { buffer, offset },
+        ))
+        .expect_err("must be refused")
+    };
+    let e = into(buffer(wgpu::BufferUsages::STORAGE), 0, None);
+    assert!(
+        matches!(e, RequestError::BadBuffer(BufferProblem::NoCopyDst)),
+        "{e:?}"
+    );
+    let e = into(buffer(wgpu::BufferUsages::COPY_DST), 6, None);
+    assert!(
+        matches!(
+            e,
+            RequestError::BadBuffer(BufferProblem::UnalignedOffset { offset: 6 })
+        ),
+        "{e:?}"
+    );
+    let e = into(buffer(wgpu::BufferUsages::COPY_DST), 0, Some(2..100));
+    assert!(
+        matches!(
+            e,
+            RequestError::BadBuffer(BufferProblem::UnalignedRange { start: 2 })
+        ),
+        "{e:?}"
+    );
+    // A texture asked for as a blob.
+    let e = q
+        .enqueue(Request::new(
+            Source::blob(&pf, rgba),
+            Destination::Buffer {
+                buffer: buffer(wgpu::BufferUsages::COPY_DST),
+                offset: 0,
+            },
+        ))
+        .expect_err("must be refused");
+    assert!(
+        matches!(&e, RequestError::InvalidSource(SourceProblem::WrongAssetKind { asset, expected: AssetKind::Blob }) if asset == "rgba8"),
+        "{e:?}"
+    );
     // A request larger than the staging buffer.
     let rt2 = Runtime::new(
         &ctx.device,

@@ -4,6 +4,8 @@
 //! against its columns. The demo's code is `#[path]`-included, since tests
 //! cannot run example binaries.
 
+mod common;
+
 #[path = "../examples/virtual_texturing/lib.rs"]
 mod vt;
 
@@ -67,8 +69,8 @@ fn classify(r: &RunResult, cfg: &RunConfig) -> (Vec<u8>, usize) {
 }
 
 fn run(cfg: &RunConfig) -> Option<RunResult> {
-    let ctx = gpustream::gpu::test_device()?;
-    if !gpustream::gpu::test_supports(&ctx, gpustream::gpu::Capability::RenderReadback) {
+    let ctx = common::test_device()?;
+    if !common::test_supports(&ctx, gpustream::gpu::Capability::RenderReadback) {
         return None;
     }
     Some(vt::app::run(&ctx, cfg).expect("the demo runs"))

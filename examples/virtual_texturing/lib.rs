@@ -13,4 +13,7 @@ pub mod reference;
 pub mod residency;
 pub mod stats;
 pub mod stream;
+// The CLI's table printer (part of the gpustream binary, not the library).
+#[path = "../../src/cli/report/table.rs"]
+pub mod table;
 pub mod window;

@@ -89,7 +89,7 @@ pub fn summary(frames: &[FrameStats], wall_s: f64) -> String {
     let ev: usize = frames.iter().map(|f| f.tiles_evicted).sum();
     let subs: u64 = frames.iter().map(|f| f.submits).sum();
     let last = frames.last().cloned().unwrap_or_default();
-    let mut t = gpustream::report::Table::new(["metric", "value"]);
+    let mut t = super::table::Table::new(["metric", "value"]);
     let mut row = |k: &str, v: String| t.row([k.to_string(), v]);
     row("frames", frames.len().to_string());
     row("wall time", format!("{wall_s:.2} s"));

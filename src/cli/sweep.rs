@@ -13,7 +13,7 @@ use serde::Serialize;
 use gpustream::io::{
     fiemap, AlignedBuf, BackendKind, IoConfig, IoEngine, IoFile, OpenMode, Priority, ReadOp,
 };
-use gpustream::report::{self, LinePlot, Series, Table};
+use crate::cli::report::{self, LinePlot, Series, Table};
 
 use super::CliResult;
 

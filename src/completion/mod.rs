@@ -4,7 +4,7 @@
 //!   has finished.
 //! - [`StatusArray`]: per-entry Ok or the first failure, in enqueue order.
 //! - [`ErrorRecord`]: the number of failures and the first one.
-//! - [`Tracker`]: the per-queue bookkeeping that turns request completions
+//! - `Tracker` (internal): the per-queue bookkeeping that turns request completions
 //!   (which arrive in any order) into those in-order guarantees.
 
 mod error_record;
@@ -16,6 +16,6 @@ mod tracker;
 
 pub use error_record::{ErrorRecord, RequestFailure};
 pub use fence::{Fence, FenceReached};
-pub use request_error::RequestError;
+pub use request_error::{BufferProblem, GpuDecodeFailure, RequestError, SourceKind, SourceProblem};
 pub use status::{StatusArray, StatusEntry};
-pub use tracker::{Fired, Marker, Outcome, Tracker};
+pub(crate) use tracker::{Fired, Marker, Outcome, Tracker};

@@ -112,16 +112,6 @@ impl Tracker {
         self.drain_due()
     }
 
-    /// Whether any request is outstanding.
-    pub fn is_idle(&self) -> bool {
-        self.outstanding.is_empty()
-    }
-
-    /// The number of outstanding requests.
-    pub fn outstanding(&self) -> usize {
-        self.outstanding.len()
-    }
-
     /// Returns the error record and starts a new one.
     pub fn take_error_record(&mut self) -> ErrorRecord {
         self.record_first_seq = 0;

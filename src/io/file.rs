@@ -329,8 +329,8 @@ fn notice_once(dev: u64, path: &Path, reason: &str) {
         .expect("notice set")
         .insert((dev, reason.to_string()))
     {
-        eprintln!(
-            "gpustream: {} is read through the page cache: {reason}",
+        log::warn!(
+            "{} is read through the page cache: {reason}",
             path.display()
         );
     }

@@ -249,7 +249,7 @@ impl IoEngine {
             BackendKind::Auto => match backend::uring_available() {
                 Ok(()) => Resolved::Uring,
                 Err(e) => {
-                    eprintln!("gpustream: io_uring unavailable ({e}), reading with a thread pool");
+                    log::warn!("io_uring unavailable ({e}), reading with a thread pool");
                     Resolved::Threads
                 }
             },
@@ -360,7 +360,7 @@ impl IoEngine {
                 match backend::uring::UringBackend::new(qd, self.counters.clone()) {
                     Ok(b) => Box::new(b),
                     Err(e) => {
-                        eprintln!("gpustream: creating an io_uring failed ({e}), reading with a thread pool");
+                        log::warn!("creating an io_uring failed ({e}), reading with a thread pool");
                         threads()
                     }
                 }

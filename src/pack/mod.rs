@@ -1,6 +1,6 @@
 //! The `.gspk` asset pack: its on-disk format (docs/pack-format.md), the
-//! untrusted reader [`Pack`], the writer [`PackWriter`], image and KTX2
-//! import, and the demo pack.
+//! untrusted reader [`Pack`], the writer [`PackWriter`], and (with the
+//! `tools` feature) image and KTX2 import and the demo pack.
 //!
 //! A pack is a 64-byte header, a data region of independently compressed
 //! blocks starting at 4 KiB, and a table of contents at the end. Each block
@@ -11,10 +11,13 @@ use crate::codec::Codec;
 use serde::Serialize;
 use std::ops::Range;
 
+#[cfg(feature = "tools")]
 pub mod demo;
 mod error;
 pub mod format;
+#[cfg(feature = "tools")]
 pub mod import;
+#[cfg(feature = "tools")]
 pub mod ktx2;
 mod reader;
 mod texture;
@@ -69,6 +72,15 @@ pub enum AssetKind {
     Blob,
     /// A 2D texture with a mip chain, cut into tiles and packed mips.
     Texture,
+}
+
+impl std::fmt::Display for AssetKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            AssetKind::Blob => "blob",
+            AssetKind::Texture => "texture",
+        })
+    }
 }
 
 /// A texture's format and geometry.

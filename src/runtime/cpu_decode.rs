@@ -8,7 +8,7 @@ use crossbeam::channel::{Receiver, Sender};
 
 use super::job::JobCtl;
 use super::plan::{BlockData, Part, Place};
-use super::RequestError;
+use super::{RequestError, SourceProblem};
 use crate::codec::MAX_BLOCK_SIZE;
 use crate::destinations::HostClaim;
 use crate::staging::SlotWriter;
@@ -68,7 +68,7 @@ fn decode_block(part: &Part, stored: &[u8], out: &mut [u8]) -> Result<(), Reques
         stored
             .get(..part.block.stored as usize)
             .ok_or_else(|| RequestError::ShortRead {
-                file: Default::default(),
+                file: part.block.file_path(),
                 block: part.block.describe(),
                 offset: part.block.offset,
                 needed: part.block.stored as u64,
@@ -166,7 +166,10 @@ pub(crate) fn decode_part(
                         None => {
                             return (
                                 Err(RequestError::InvalidSource(
-                                    "packed mip block overruns its stream".into(),
+                                    SourceProblem::PackedBlockOverrun {
+                                        offset: *offset as u64,
+                                        stream: a.len() as u64,
+                                    },
                                 )),
                                 0,
                             )
@@ -223,7 +226,7 @@ pub(crate) fn decode_part(
             })
         }
         (Place::Memory { .. }, None) => (
-            Err(RequestError::InvalidSource(
+            Err(RequestError::Internal(
                 "memory destination without a claim".into(),
             )),
             0,

@@ -36,7 +36,7 @@ use crate::staging::StagingRing;
 use super::complete::JobTable;
 use super::plan::{BlockData, Class, Part, Place};
 use super::request::Destination;
-use super::RequestError;
+use super::{GpuDecodeFailure, RequestError};
 
 /// Callbacks from wgpu, routed back to the submission thread.
 pub(crate) enum GpuEvent {
@@ -689,7 +689,7 @@ fn verdict(
             return Err(RequestError::GpuDecode {
                 block: e.part.block.describe(),
                 offset: e.part.block.offset,
-                reason: format!("checksum pass: {check}"),
+                failure: GpuDecodeFailure::Checksum(check),
             });
         }
     }
@@ -703,7 +703,11 @@ fn verdict(
         Err(RequestError::GpuDecode {
             block: e.part.block.describe(),
             offset: e.part.block.offset,
-            reason: format!("{}: {st:?}", if lz4 { "LZ4 decode" } else { "stored copy" }),
+            failure: if lz4 {
+                GpuDecodeFailure::Lz4(st)
+            } else {
+                GpuDecodeFailure::StoredCopy(st)
+            },
         })
     }
 }

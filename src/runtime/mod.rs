@@ -1,16 +1,14 @@
 //! The runtime: DirectStorage's factory, queues and requests, in Rust.
 //!
 //! ```no_run
-//! use gpustream::runtime::{Destination, QueueConfig, Request, Runtime, RuntimeConfig, Source};
-//! use gpustream::completion::Fence;
-//! use gpustream::destinations::HostMemory;
+//! use gpustream::prelude::*;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // With a GPU: Runtime::new(&device, &queue, config); here memory only.
 //! let runtime = Runtime::without_gpu(RuntimeConfig::default())?;
 //! let pack = runtime.open_pack("assets.gspk")?;
-//! let asset = pack.pack().find("level1/mesh.bin").expect("asset exists");
-//! let size = pack.pack().asset(asset).size as usize;
+//! let asset = pack.find("level1/mesh.bin").expect("asset exists");
+//! let size = pack.asset(asset).size as usize;
 //!
 //! let queue = runtime.create_queue(QueueConfig::default());
 //! let memory = HostMemory::new(size);
@@ -40,7 +38,7 @@ mod schedule;
 mod stats;
 pub mod trace;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -48,7 +46,7 @@ use crossbeam::channel::Sender;
 use serde::Serialize;
 
 /// Why a request failed: defined in `completion`, which reports it.
-pub use crate::completion::RequestError;
+pub use crate::completion::{BufferProblem, GpuDecodeFailure, RequestError, SourceProblem};
 pub use queue::{Priority, Queue, QueueConfig, SourceKind, TryEnqueueError};
 pub use request::{Destination, Request, Source};
 pub use stats::{LatencyHistogram, QueueStats};
@@ -125,6 +123,15 @@ pub enum RuntimeError {
     /// A configuration value is out of range.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The trace file could not be created.
+    #[error("cannot create trace file {}: {source}", path.display())]
+    Trace {
+        /// The trace file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// A runtime thread could not be started.
     #[error("cannot start the runtime's {0} thread: {1}")]
     Thread(&'static str, #[source] std::io::Error),
@@ -142,6 +149,8 @@ pub enum CompressionSupport {
 }
 
 /// An opened pack: its table of contents and the file handle reads use.
+/// It dereferences to its [`Pack`], so `pack.find(name)`,
+/// `pack.asset(id)` and `pack.tile_region(..)` work on it directly.
 pub struct PackFile {
     pack: Pack,
     file: IoFile,
@@ -162,6 +171,24 @@ impl PackFile {
     pub fn is_direct(&self) -> bool {
         self.file.is_direct()
     }
+}
+
+impl std::ops::Deref for PackFile {
+    type Target = Pack;
+
+    fn deref(&self) -> &Pack {
+        &self.pack
+    }
+}
+
+/// The staging memory a GPU runtime allocated ([`Runtime::staging`]):
+/// `RuntimeConfig::staging_size` rounded to whole chunks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StagingInfo {
+    /// Bytes per chunk: the most one read or one decoded part can stage.
+    pub chunk_size: u64,
+    /// Bytes in all chunks together.
+    pub total: u64,
 }
 
 pub(crate) struct GpuInfo {
@@ -230,9 +257,14 @@ impl Runtime {
         }
         let engine = IoEngine::new(config.io.clone())?;
         let trace = match &config.trace {
-            Some(p) => Some(trace::TraceWriter::create(p).map_err(|e| {
-                RuntimeError::Config(format!("cannot create trace {}: {e}", p.display()))
-            })?),
+            Some(p) => {
+                Some(
+                    trace::TraceWriter::create(p).map_err(|source| RuntimeError::Trace {
+                        path: p.clone(),
+                        source,
+                    })?,
+                )
+            }
             None => None,
         };
         let (tx, rx) = crossbeam::channel::unbounded();
@@ -370,12 +402,13 @@ impl Runtime {
         )
     }
 
-    /// The staging chunk size and total actually allocated (GPU runtimes).
-    pub fn staging(&self) -> Option<(u64, u64)> {
-        self.shared
-            .gpu
-            .as_ref()
-            .map(|g| (g.chunk_size, g.staging_total))
+    /// The staging memory actually allocated; `None` on a runtime without
+    /// a GPU, which has none.
+    pub fn staging(&self) -> Option<StagingInfo> {
+        self.shared.gpu.as_ref().map(|g| StagingInfo {
+            chunk_size: g.chunk_size,
+            total: g.staging_total,
+        })
     }
 }
 

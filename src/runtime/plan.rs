@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use crate::codec::{Codec, MAX_BLOCK_SIZE};
 use crate::destinations::texture::{self, RegionLayout};
-use crate::pack::{AssetKind, BlockId};
+use crate::pack::{Asset, AssetId, AssetKind, BlockId};
 
 use super::request::{Destination, Request, Source};
-use super::{PackFile, RequestError, RuntimeShared};
+use super::{BufferProblem, PackFile, RequestError, RuntimeShared, SourceProblem};
 
 /// Where a block's stored bytes are.
 #[derive(Clone)]
@@ -39,6 +39,14 @@ impl BlockSrc {
                 format!("{} in {}", p.pack.describe_block(*id), p.path().display())
             }
             BlockData::Memory(..) => "memory block".to_string(),
+        }
+    }
+
+    /// The file the block comes from (`<memory>` for memory sources).
+    pub fn file_path(&self) -> std::path::PathBuf {
+        match &self.data {
+            BlockData::File(p, _) => p.path().to_path_buf(),
+            BlockData::Memory(..) => "<memory>".into(),
         }
     }
 }
@@ -168,6 +176,18 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
     }
 }
 
+/// The asset `id` of `pack`, or a typed error: an `AssetId` is plain data,
+/// so one from another pack (or made up) must not index out of bounds.
+fn asset_of(pack: &PackFile, id: AssetId) -> Result<&Asset, RequestError> {
+    pack.pack.get_asset(id).ok_or_else(|| {
+        RequestError::InvalidSource(SourceProblem::NoSuchAsset {
+            asset: id.0,
+            pack: pack.path().to_path_buf(),
+            count: pack.pack.assets().len(),
+        })
+    })
+}
+
 /// Validates `req` against the runtime and the queue's source kind, and
 /// splits it into parts.
 pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestError> {
@@ -189,48 +209,58 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                         have: memory.len() as u64,
                     });
                 }
-                Ok(Box::new(|at| Place::Memory { offset: at as usize }))
+                Ok(Box::new(|at| Place::Memory {
+                    offset: at as usize,
+                }))
             }
             Destination::Buffer { buffer, offset } => {
                 if !buffer.usage().contains(wgpu::BufferUsages::COPY_DST) {
-                    return Err(RequestError::BadBuffer("the buffer lacks COPY_DST usage".into()));
+                    return Err(RequestError::BadBuffer(BufferProblem::NoCopyDst));
                 }
                 if offset % 4 != 0 {
-                    return Err(RequestError::BadBuffer(format!("offset {offset} is not a multiple of 4")));
+                    return Err(RequestError::BadBuffer(BufferProblem::UnalignedOffset {
+                        offset: *offset,
+                    }));
                 }
                 let needed = len.next_multiple_of(4);
                 if offset.checked_add(needed).is_none_or(|e| e > buffer.size()) {
-                    return Err(RequestError::DestinationTooSmall { needed, offset: *offset, have: buffer.size() });
+                    return Err(RequestError::DestinationTooSmall {
+                        needed,
+                        offset: *offset,
+                        have: buffer.size(),
+                    });
                 }
                 let base = *offset;
                 Ok(Box::new(move |at| Place::Buffer { offset: base + at }))
             }
             Destination::Texture { .. } => Err(RequestError::InvalidSource(
-                "a blob or memory source needs a memory or buffer destination (or a texture with an extent)".into(),
+                SourceProblem::NeedsLinearDestination,
             )),
         }
     };
     match &req.source {
         Source::Blob { pack, asset, range } => {
-            let a = pack.pack.asset(*asset);
+            let a = asset_of(pack, *asset)?;
             if a.kind != AssetKind::Blob {
-                return Err(RequestError::InvalidSource(format!(
-                    "asset '{}' is not a blob",
-                    a.name
-                )));
+                return Err(RequestError::InvalidSource(SourceProblem::WrongAssetKind {
+                    asset: a.name.clone(),
+                    expected: AssetKind::Blob,
+                }));
             }
             let r = range.clone().unwrap_or(0..a.size);
             if r.start > r.end || r.end > a.size {
-                return Err(RequestError::InvalidSource(format!(
-                    "range {r:?} is outside blob '{}' of {} bytes",
-                    a.name, a.size
-                )));
+                return Err(RequestError::InvalidSource(
+                    SourceProblem::RangeOutsideBlob {
+                        asset: a.name.clone(),
+                        range: r,
+                        size: a.size,
+                    },
+                ));
             }
             if matches!(req.destination, Destination::Buffer { .. }) && r.start % 4 != 0 {
-                return Err(RequestError::BadBuffer(format!(
-                    "a blob range into a buffer must start at a multiple of 4, not {}",
-                    r.start
-                )));
+                return Err(RequestError::BadBuffer(BufferProblem::UnalignedRange {
+                    start: r.start,
+                }));
             }
             let to = linear(r.end - r.start)?;
             let blocks = a.blocks.clone();
@@ -280,11 +310,14 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
             x,
             y,
         } => {
-            let a = pack.pack.asset(*asset);
+            let a = asset_of(pack, *asset)?;
             let id = pack.pack.tile(*asset, *mip, *x, *y)?;
             let region = pack.pack.tile_region(*asset, *mip, *x, *y)?;
             let tex = a.texture.as_ref().ok_or_else(|| {
-                RequestError::InvalidSource(format!("asset '{}' is not a texture", a.name))
+                RequestError::InvalidSource(SourceProblem::WrongAssetKind {
+                    asset: a.name.clone(),
+                    expected: AssetKind::Texture,
+                })
             })?;
             let b = pack.pack.blocks()[id.0 as usize];
             let format = tex.format.wgpu();
@@ -314,16 +347,16 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     )?;
                     let layout = texture::region_layout(format, region.width, region.height)
                         .ok_or_else(|| {
-                            RequestError::InvalidSource(format!(
-                                "format {format:?} cannot be streamed"
-                            ))
+                            RequestError::InvalidSource(SourceProblem::UnstreamableFormat {
+                                format,
+                            })
                         })?;
                     if layout.tight_size() != b.size as u64 {
-                        return Err(RequestError::InvalidSource(format!(
-                            "tile block holds {} bytes, the region needs {}",
-                            b.size,
-                            layout.tight_size()
-                        )));
+                        return Err(RequestError::InvalidSource(SourceProblem::RegionSize {
+                            source_kind: "tile block",
+                            have: b.size as u64,
+                            needed: layout.tight_size(),
+                        }));
                     }
                     Place::Texture {
                         mip: *dmip,
@@ -360,10 +393,13 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
             );
         }
         Source::PackedMips { pack, asset } => {
-            let a = pack.pack.asset(*asset);
+            let a = asset_of(pack, *asset)?;
             let packed = pack.pack.packed_mips(*asset)?;
             let tex = a.texture.as_ref().ok_or_else(|| {
-                RequestError::InvalidSource(format!("asset '{}' is not a texture", a.name))
+                RequestError::InvalidSource(SourceProblem::WrongAssetKind {
+                    asset: a.name.clone(),
+                    expected: AssetKind::Texture,
+                })
             })?;
             let format = tex.format.wgpu();
             let mut stream = 0usize;
@@ -382,9 +418,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     ..
                 } => {
                     if origin.x != 0 || origin.y != 0 {
-                        return Err(RequestError::InvalidSource(
-                            "packed mips go to origin (0,0)".into(),
-                        ));
+                        return Err(RequestError::InvalidSource(SourceProblem::PackedMipsOrigin));
                     }
                     let first = packed.mips.first().map(|m| m.mip).unwrap_or(0);
                     for m in &packed.mips {
@@ -392,17 +426,20 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                         texture::check_region(texture, format, level, *origin, m.width, m.height)?;
                         let layout =
                             texture::region_layout(format, m.width, m.height).ok_or_else(|| {
-                                RequestError::InvalidSource(format!(
-                                    "format {format:?} cannot be streamed"
-                                ))
+                                RequestError::InvalidSource(SourceProblem::UnstreamableFormat {
+                                    format,
+                                })
                             })?;
                         let start = m.offset as usize;
                         let end = start + layout.tight_size() as usize;
                         if end > stream {
-                            return Err(RequestError::InvalidSource(format!(
-                                "packed mip {} reaches byte {end} of a {stream}-byte packed stream",
-                                m.mip
-                            )));
+                            return Err(RequestError::InvalidSource(
+                                SourceProblem::PackedMipOverrun {
+                                    mip: m.mip,
+                                    end: end as u64,
+                                    stream: stream as u64,
+                                },
+                            ));
                         }
                         outputs.push((
                             start..end,
@@ -470,21 +507,19 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     origin,
                     extent,
                 } => {
-                    let (w, h) = extent.ok_or_else(|| {
-                        RequestError::InvalidSource(
-                            "a memory source into a texture needs the extent".into(),
-                        )
-                    })?;
+                    let (w, h) = extent
+                        .ok_or_else(|| RequestError::InvalidSource(SourceProblem::MissingExtent))?;
                     let format = texture.format();
                     texture::check_region(texture, format, *mip, *origin, w, h)?;
                     let layout = texture::region_layout(format, w, h).ok_or_else(|| {
-                        RequestError::InvalidSource(format!("format {format:?} cannot be streamed"))
+                        RequestError::InvalidSource(SourceProblem::UnstreamableFormat { format })
                     })?;
                     if layout.tight_size() != size as u64 {
-                        return Err(RequestError::InvalidSource(format!(
-                            "memory source of {size} bytes, the region needs {}",
-                            layout.tight_size()
-                        )));
+                        return Err(RequestError::InvalidSource(SourceProblem::RegionSize {
+                            source_kind: "memory source",
+                            have: size as u64,
+                            needed: layout.tight_size(),
+                        }));
                     }
                     Place::Texture {
                         mip: *mip,

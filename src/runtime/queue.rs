@@ -6,8 +6,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use crate::completion::{ErrorRecord, Fence, Marker, Outcome, StatusArray, Tracker};
 
 use super::job::{Cmd, FailureInfo, JobCtl, JobOwner, JobSpec};
@@ -20,16 +18,9 @@ use super::{plan, RequestError, RuntimeShared};
 /// from starving.
 pub use crate::io::Priority;
 
-/// What a queue reads from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum SourceKind {
-    /// Pack files.
-    #[default]
-    File,
-    /// Memory.
-    Memory,
-}
+/// What a queue reads from (defined beside the errors that name it, so that
+/// `completion` needs nothing from `runtime`).
+pub use crate::completion::SourceKind;
 
 /// How to create a queue.
 #[derive(Clone, Debug)]
@@ -179,10 +170,7 @@ impl Queue {
     fn prepare(&self, req: &Request) -> Result<Box<JobSpec>, RequestError> {
         let sh = &self.shared;
         let kind = req.source.kind();
-        let want = match sh.config.source {
-            super::SourceKind::File => "file",
-            super::SourceKind::Memory => "memory",
-        };
+        let want = sh.config.source;
         if kind != want {
             return Err(RequestError::WrongSourceKind {
                 queue: want,

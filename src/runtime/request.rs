@@ -7,7 +7,7 @@ use crate::codec::Codec;
 use crate::destinations::HostMemory;
 use crate::pack::AssetId;
 
-use super::PackFile;
+use super::{PackFile, SourceKind};
 
 /// Where a request's bytes come from.
 #[derive(Clone)]
@@ -53,11 +53,20 @@ pub enum Source {
 }
 
 impl Source {
-    /// "file" or "memory": the kind of queue that takes this source.
-    pub fn kind(&self) -> &'static str {
+    /// A whole blob of an opened pack.
+    pub fn blob(pack: &Arc<PackFile>, asset: AssetId) -> Source {
+        Source::Blob {
+            pack: pack.clone(),
+            asset,
+            range: None,
+        }
+    }
+
+    /// The kind of queue that takes this source.
+    pub fn kind(&self) -> SourceKind {
         match self {
-            Source::Memory { .. } => "memory",
-            _ => "file",
+            Source::Memory { .. } => SourceKind::Memory,
+            _ => SourceKind::File,
         }
     }
 }
@@ -99,6 +108,14 @@ pub enum Destination {
 }
 
 impl Destination {
+    /// The start of `memory`.
+    pub fn memory(memory: &HostMemory) -> Destination {
+        Destination::Memory {
+            memory: memory.clone(),
+            offset: 0,
+        }
+    }
+
     /// The destination in words, for error records.
     pub fn describe(&self) -> String {
         match self {

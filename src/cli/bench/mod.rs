@@ -303,7 +303,7 @@ pub fn run(args: Args) -> CliResult {
     };
     report::print(&report);
     if let Some(p) = &args.json {
-        gpustream::report::json::write_json(p, &report)?;
+        crate::cli::report::json::write_json(p, &report)?;
         println!("wrote {}", p.display());
     }
     if let Some(p) = &args.plot {
@@ -527,7 +527,7 @@ fn noop_failures(
         return Ok(0);
     };
     let not_run =
-        matches!(&*first.error, RequestError::GpuDecode { reason, .. } if reason == "NotRun");
+        matches!(&*first.error, RequestError::GpuDecode { failure, .. } if failure.status() == Some(gpustream::decode::Lz4Status::NotRun));
     if plan.noop && not_run && d.completed + d.failed == d.requests {
         return Ok(d.failed / plan.iters.max(1) as u64);
     }

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use gpustream::report::plot::{save_png, LinePlot, Series};
-use gpustream::report::Table;
+use crate::cli::report::plot::{save_png, LinePlot, Series};
+use crate::cli::report::Table;
 
 use super::metrics::{HostSide, TargetCheck};
 use super::BoxError;

@@ -1,11 +1,9 @@
 //! GPU decoders: compute pipelines that decode blocks straight from staging
 //! memory into GPU buffers.
 
-pub mod batch;
 pub mod lz4_decode;
 
 pub use crate::decode::{Lz4BlockDesc, Lz4Status};
-pub use batch::{Lz4Batch, Lz4BatchResult, Lz4GpuBatch};
 pub use lz4_decode::{
     decode_blocks_on_gpu, decode_blocks_with, default_path, read_buffer, validate_descs,
     Lz4DecodePath, Lz4DecodePipeline, Lz4EncodeError, Lz4PipelineError,

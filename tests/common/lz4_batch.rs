@@ -1,11 +1,12 @@
 //! A batch of LZ4 blocks laid out in one input and one output buffer the
 //! way the runtime's staging does it, runnable on the GPU and on the twin
-//! with the same bytes: the harness of the tests, benches and tools.
+//! with the same bytes: the harness of the GPU decoder tests and the `gpu_lz4` bench (which
+//! includes this file by path).
 
-use crate::decode::cpu_twin::{lz4_decode, lz4_decode_v2_counted, Lz4DecodeCounts};
-use crate::decode::gpu::lz4_decode::{read_buffer, Lz4DecodePipeline, Lz4EncodeError};
-use crate::decode::Lz4BlockDesc;
-use crate::gpu::GpuContext;
+use gpustream::decode::cpu_twin::{lz4_decode, lz4_decode_v2_counted, Lz4DecodeCounts};
+use gpustream::decode::gpu::lz4_decode::{read_buffer, Lz4DecodePipeline, Lz4EncodeError};
+use gpustream::decode::Lz4BlockDesc;
+use gpustream::gpu::GpuContext;
 use wgpu::util::DeviceExt;
 
 /// Input bytes, descriptors and output size of one decode batch.

@@ -1,5 +1,6 @@
-//! Shared reporting helpers for the measuring tools (`sweep`, `bench`):
-//! plain-text and Markdown tables, PNG line plots, JSON output.
+//! Reporting helpers of the measuring tools (`sweep`, `bench`): plain-text
+//! and Markdown tables, PNG line plots, JSON output. Part of the binary, not
+//! the library; the virtual-texturing example includes `table.rs` by path.
 
 pub mod json;
 pub mod plot;

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 
 use super::ReportError;
 
-static FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 
 fn register_font() {
     static ONCE: Once = Once::new();
