@@ -8,71 +8,32 @@
 
 pub use crate::decode::cpu_twin::crc32c::{check_code, BlockCheck, BlockCheckDesc};
 use crate::decode::cpu_twin::crc32c::{WORKGROUP_SIZE, X8_POW};
+use crate::decode::gpu::kernel::{
+    check_batch, slice_binding, uniform, upload_table, Access, Kernel,
+};
 use crate::decode::gpu::lz4_decode::Lz4EncodeError;
-use crate::decode::gpu::stored_copy::check_batch;
-use wgpu::util::DeviceExt;
 
 /// The shader's WGSL source.
 pub const SHADER: &str = include_str!("../../../shaders/crc32c.wgsl");
 
 /// The compute pipeline checking the crc32c of batches of blocks.
 pub struct Crc32cPipeline {
-    pipeline: wgpu::ComputePipeline,
-    bind_group_layout: wgpu::BindGroupLayout,
-}
-
-fn buffer_entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
+    kernel: Kernel,
 }
 
 impl Crc32cPipeline {
     /// Builds the pipeline for `device` (plain WGSL, every adapter runs it).
     pub fn new(device: &wgpu::Device) -> Self {
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("crc32c"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
-        let storage = |read_only| wgpu::BufferBindingType::Storage { read_only };
-        let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("crc32c"),
-            entries: &[
-                buffer_entry(0, storage(true)),
-                buffer_entry(1, storage(true)),
-                buffer_entry(2, storage(false)),
-                buffer_entry(3, storage(false)),
-                buffer_entry(4, wgpu::BufferBindingType::Uniform),
-            ],
-        });
-        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("crc32c"),
-            bind_group_layouts: &[Some(&bind_group_layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("crc32c"),
-            layout: Some(&layout),
-            module: &module,
-            entry_point: Some("crc32c"),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants: &[("WG", WORKGROUP_SIZE as f64)],
-                // The shader writes its workgroup memory before reading it.
-                zero_initialize_workgroup_memory: false,
-            },
-            cache: None,
-        });
-        Self {
-            pipeline,
-            bind_group_layout,
-        }
+        use Access::{Read, ReadWrite, Uniform};
+        let kernel = Kernel::new(
+            device,
+            "crc32c",
+            SHADER,
+            "crc32c",
+            &[Read, Read, ReadWrite, ReadWrite, Uniform],
+            &[("WG", WORKGROUP_SIZE as f64)],
+        );
+        Self { kernel }
     }
 
     /// Records one dispatch checking `block_count` blocks.
@@ -137,48 +98,20 @@ impl Crc32cPipeline {
         )?;
         let mut params = vec![block_count, grid_x, 0, 0];
         params.extend_from_slice(&X8_POW);
-        let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("crc32c params"),
-            contents: bytemuck::cast_slice(&params),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("crc32c"),
-            layout: &self.bind_group_layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: input.buffer(),
-                        offset: input.offset(),
-                        size: wgpu::BufferSize::new(input.size()),
-                    }),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: descs.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: status.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: computed.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 4,
-                    resource: params.as_entire_binding(),
-                },
+        let params = uniform(device, "crc32c params", &params);
+        self.kernel.dispatch(
+            device,
+            encoder,
+            &[
+                slice_binding(&input),
+                descs.as_entire_binding(),
+                status.as_entire_binding(),
+                computed.as_entire_binding(),
+                params.as_entire_binding(),
             ],
-        });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("crc32c"),
+            (grid_x, grid_y),
             timestamp_writes,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(grid_x, grid_y, 1);
+        );
         Ok(())
     }
 
@@ -197,15 +130,7 @@ impl Crc32cPipeline {
         if descs.is_empty() {
             return Ok(());
         }
-        let count = u32::try_from(descs.len()).map_err(|_| Lz4EncodeError::TooManyBlocks {
-            blocks: descs.len() as u64,
-            limit: u32::MAX as u64,
-        })?;
-        let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("crc32c descriptors"),
-            contents: bytemuck::cast_slice(descs),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
+        let (table, count) = upload_table(device, "crc32c descriptors", descs)?;
         self.encode(device, encoder, input, &table, status, computed, count)
     }
 }
@@ -216,14 +141,7 @@ mod tests {
 
     #[test]
     fn shader_validates() {
-        let module = naga::front::wgsl::parse_str(SHADER)
-            .unwrap_or_else(|e| panic!("{}", e.emit_to_string(SHADER)));
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::all(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(SHADER)));
+        crate::decode::gpu::kernel::assert_wgsl_valid(SHADER);
     }
 
     #[test]

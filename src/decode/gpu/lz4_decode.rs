@@ -4,6 +4,9 @@
 //! many LZ4 blocks per dispatch, one workgroup per block, a status word per
 //! block.
 
+use crate::decode::gpu::kernel::{
+    check_batch, slice_binding, uniform, upload_table, Access, Kernel,
+};
 use crate::decode::{Lz4BlockDesc, Lz4Status};
 use crate::gpu::GpuContext;
 use wgpu::util::DeviceExt;
@@ -191,24 +194,10 @@ pub enum Lz4EncodeError {
 
 /// The compute pipeline decoding batches of LZ4 blocks on the GPU.
 pub struct Lz4DecodePipeline {
-    pipeline: wgpu::ComputePipeline,
-    bind_group_layout: wgpu::BindGroupLayout,
+    kernel: Kernel,
     path: Lz4DecodePath,
     workgroup_size: u32,
     window_words: u32,
-}
-
-fn storage_entry(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty: wgpu::BufferBindingType::Storage { read_only },
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
 }
 
 impl Lz4DecodePipeline {
@@ -239,49 +228,17 @@ impl Lz4DecodePipeline {
         };
         // WIN exists only in the v2 modules.
         let constants = [("WG", workgroup_size as f64), ("WIN", window_words as f64)];
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("lz4_decode"),
-            source: wgpu::ShaderSource::Wgsl(shader_source(path).into()),
-        });
-        let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("lz4_decode"),
-            entries: &[
-                storage_entry(0, true),
-                storage_entry(1, true),
-                storage_entry(2, false),
-                storage_entry(3, false),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 4,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
-            ],
-        });
-        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("lz4_decode"),
-            bind_group_layouts: &[Some(&bind_group_layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("lz4_decode"),
-            layout: Some(&layout),
-            module: &module,
-            entry_point: Some(path.entry_point()),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants: &constants[..if path.is_v2() { 2 } else { 1 }],
-                // The shader uses no workgroup memory.
-                zero_initialize_workgroup_memory: false,
-            },
-            cache: None,
-        });
+        use Access::{Read, ReadWrite, Uniform};
+        let kernel = Kernel::new(
+            device,
+            "lz4_decode",
+            &shader_source(path),
+            path.entry_point(),
+            &[Read, Read, ReadWrite, ReadWrite, Uniform],
+            &constants[..if path.is_v2() { 2 } else { 1 }],
+        );
         Ok(Self {
-            pipeline,
-            bind_group_layout,
+            kernel,
             path,
             workgroup_size,
             window_words,
@@ -357,102 +314,34 @@ impl Lz4DecodePipeline {
         if block_count == 0 {
             return Ok(());
         }
-        let limits = device.limits();
-        // The shader does its byte arithmetic in u32: bindings stay below 4 GiB.
-        let max_binding = limits
-            .max_storage_buffer_binding_size
-            .min(u32::MAX as u64 & !3);
-        let align = limits.min_storage_buffer_offset_alignment as u64;
-        let check = |binding, offset: u64, size: u64| {
-            if !offset.is_multiple_of(align)
-                || size == 0
-                || !size.is_multiple_of(4)
-                || size > max_binding
-            {
-                Err(Lz4EncodeError::Binding {
-                    binding,
-                    offset,
-                    size,
-                    align,
-                    max: max_binding,
-                })
-            } else {
-                Ok(())
-            }
-        };
-        check("input", input.offset(), input.size())?;
-        check("descriptors", 0, descs.size())?;
-        check("output", 0, output.size())?;
-        check("status", 0, status.size())?;
-        let desc_bytes = block_count as u64 * std::mem::size_of::<Lz4BlockDesc>() as u64;
-        if descs.size() < desc_bytes {
-            return Err(Lz4EncodeError::TooSmall {
-                what: "descriptor table",
-                blocks: block_count,
-                needed: desc_bytes,
-                have: descs.size(),
-            });
-        }
-        if status.size() < block_count as u64 * 4 {
-            return Err(Lz4EncodeError::TooSmall {
-                what: "status buffer",
-                blocks: block_count,
-                needed: block_count as u64 * 4,
-                have: status.size(),
-            });
-        }
-        // A 2D grid: x up to the per-dimension limit, y as many rows as needed.
-        let per_dim = limits.max_compute_workgroups_per_dimension.max(1);
-        let grid_x = block_count.min(per_dim);
-        let grid_y = block_count.div_ceil(grid_x);
-        if grid_y > per_dim {
-            return Err(Lz4EncodeError::TooManyBlocks {
-                blocks: block_count as u64,
-                limit: per_dim as u64 * per_dim as u64,
-            });
-        }
-        let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("lz4_decode params"),
-            contents: bytemuck::cast_slice(&[block_count, grid_x, 0, 0]),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("lz4_decode"),
-            layout: &self.bind_group_layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: input.buffer(),
-                        offset: input.offset(),
-                        size: wgpu::BufferSize::new(input.size()),
-                    }),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: descs.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: output.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: status.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 4,
-                    resource: params.as_entire_binding(),
-                },
+        let grid = check_batch(
+            device,
+            &input,
+            &[
+                (
+                    "descriptor table",
+                    descs,
+                    std::mem::size_of::<Lz4BlockDesc>() as u64,
+                ),
+                ("output", output, 0),
+                ("status buffer", status, 4),
             ],
-        });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("lz4_decode"),
+            block_count,
+        )?;
+        let params = uniform(device, "lz4_decode params", &[block_count, grid.0, 0, 0]);
+        self.kernel.dispatch(
+            device,
+            encoder,
+            &[
+                slice_binding(&input),
+                descs.as_entire_binding(),
+                output.as_entire_binding(),
+                status.as_entire_binding(),
+                params.as_entire_binding(),
+            ],
+            grid,
             timestamp_writes,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(grid_x, grid_y, 1);
+        );
         Ok(())
     }
 
@@ -471,15 +360,7 @@ impl Lz4DecodePipeline {
             return Ok(());
         }
         validate_descs(descs, input.size(), output.size())?;
-        let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("lz4_decode descriptors"),
-            contents: bytemuck::cast_slice(descs),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
-        let count = u32::try_from(descs.len()).map_err(|_| Lz4EncodeError::TooManyBlocks {
-            blocks: descs.len() as u64,
-            limit: u32::MAX as u64,
-        })?;
+        let (table, count) = upload_table(device, "lz4_decode descriptors", descs)?;
         self.encode(device, encoder, input, &table, output, status, count)
     }
 }
@@ -718,22 +599,10 @@ pub fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Option<Vec<u
 mod tests {
     use super::*;
 
-    fn validate(path: Lz4DecodePath) {
-        let source = shader_source(path);
-        let module = naga::front::wgsl::parse_str(&source)
-            .unwrap_or_else(|e| panic!("{path:?}: {}", e.emit_to_string(&source)));
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::all(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{path:?}: {}", e.emit_to_string(&source)));
-    }
-
     #[test]
     fn every_variant_validates() {
         for path in Lz4DecodePath::ALL {
-            validate(path);
+            crate::decode::gpu::kernel::assert_wgsl_valid(&shader_source(path));
             assert_eq!(Lz4DecodePath::from_name(path.name()), Some(path));
         }
     }

@@ -1,6 +1,7 @@
 //! GPU decoders: compute pipelines that decode blocks straight from staging
 //! memory into GPU buffers.
 
+pub(crate) mod kernel;
 pub mod lz4_decode;
 
 pub use crate::decode::{Lz4BlockDesc, Lz4Status};

@@ -6,134 +6,35 @@
 //! in the [`Lz4Status`](crate::decode::Lz4Status) format.
 
 use crate::decode::cpu_twin::stored_copy::WORKGROUP_SIZE;
+use crate::decode::gpu::kernel::{
+    check_batch, slice_binding, uniform, upload_table, Access, Kernel,
+};
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 use crate::decode::Lz4BlockDesc;
-use wgpu::util::DeviceExt;
 
 /// The shader's WGSL source.
 pub const SHADER: &str = include_str!("../../../shaders/stored_copy.wgsl");
 
 /// The compute pipeline copying batches of stored blocks on the GPU.
 pub struct StoredCopyPipeline {
-    pipeline: wgpu::ComputePipeline,
-    bind_group_layout: wgpu::BindGroupLayout,
-}
-
-fn buffer_entry(binding: u32, ty: wgpu::BufferBindingType) -> wgpu::BindGroupLayoutEntry {
-    wgpu::BindGroupLayoutEntry {
-        binding,
-        visibility: wgpu::ShaderStages::COMPUTE,
-        ty: wgpu::BindingType::Buffer {
-            ty,
-            has_dynamic_offset: false,
-            min_binding_size: None,
-        },
-        count: None,
-    }
-}
-
-fn storage(read_only: bool) -> wgpu::BufferBindingType {
-    wgpu::BufferBindingType::Storage { read_only }
-}
-
-/// Checks the bindings and the table sizes of a batch of `block_count`
-/// blocks with `desc_size`-byte descriptors and `status_words` status words
-/// per block, and returns the 2D grid `(x, y)` of one workgroup per block.
-/// Shared by the stored-copy and crc32c pipelines; the rules are those of
-/// `Lz4DecodePipeline::encode`.
-pub(crate) fn check_batch(
-    device: &wgpu::Device,
-    input: &wgpu::BufferSlice<'_>,
-    tables: &[(&'static str, &wgpu::Buffer, u64)],
-    block_count: u32,
-) -> Result<(u32, u32), Lz4EncodeError> {
-    let limits = device.limits();
-    // The shaders do their byte arithmetic in u32: bindings stay below 4 GiB.
-    let max_binding = limits
-        .max_storage_buffer_binding_size
-        .min(u32::MAX as u64 & !3);
-    let align = limits.min_storage_buffer_offset_alignment as u64;
-    let check = |binding, offset: u64, size: u64| {
-        if !offset.is_multiple_of(align)
-            || size == 0
-            || !size.is_multiple_of(4)
-            || size > max_binding
-        {
-            Err(Lz4EncodeError::Binding {
-                binding,
-                offset,
-                size,
-                align,
-                max: max_binding,
-            })
-        } else {
-            Ok(())
-        }
-    };
-    check("input", input.offset(), input.size())?;
-    for &(what, buffer, bytes_per_block) in tables {
-        check(what, 0, buffer.size())?;
-        let needed = block_count as u64 * bytes_per_block;
-        if buffer.size() < needed {
-            return Err(Lz4EncodeError::TooSmall {
-                what,
-                blocks: block_count,
-                needed,
-                have: buffer.size(),
-            });
-        }
-    }
-    let per_dim = limits.max_compute_workgroups_per_dimension.max(1);
-    let grid_x = block_count.min(per_dim);
-    let grid_y = block_count.div_ceil(grid_x);
-    if grid_y > per_dim {
-        return Err(Lz4EncodeError::TooManyBlocks {
-            blocks: block_count as u64,
-            limit: per_dim as u64 * per_dim as u64,
-        });
-    }
-    Ok((grid_x, grid_y))
+    kernel: Kernel,
 }
 
 impl StoredCopyPipeline {
     /// Builds the pipeline for `device` (plain WGSL, every adapter runs it).
     pub fn new(device: &wgpu::Device) -> Self {
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("stored_copy"),
-            source: wgpu::ShaderSource::Wgsl(SHADER.into()),
-        });
-        let bind_group_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("stored_copy"),
-            entries: &[
-                buffer_entry(0, storage(true)),
-                buffer_entry(1, storage(true)),
-                buffer_entry(2, storage(false)),
-                buffer_entry(3, storage(false)),
-                buffer_entry(4, wgpu::BufferBindingType::Uniform),
-                buffer_entry(5, storage(false)),
-            ],
-        });
-        let layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("stored_copy"),
-            bind_group_layouts: &[Some(&bind_group_layout)],
-            immediate_size: 0,
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("stored_copy"),
-            layout: Some(&layout),
-            module: &module,
-            entry_point: Some("stored_copy"),
-            compilation_options: wgpu::PipelineCompilationOptions {
-                constants: &[("WG", WORKGROUP_SIZE as f64)],
-                // The shader uses no workgroup memory.
-                zero_initialize_workgroup_memory: false,
-            },
-            cache: None,
-        });
-        Self {
-            pipeline,
-            bind_group_layout,
-        }
+        use Access::{Read, ReadWrite, Uniform};
+        // The output is bound twice: as words, and as 16-byte units for
+        // the aligned middle of a block.
+        let kernel = Kernel::new(
+            device,
+            "stored_copy",
+            SHADER,
+            "stored_copy",
+            &[Read, Read, ReadWrite, ReadWrite, Uniform, ReadWrite],
+            &[("WG", WORKGROUP_SIZE as f64)],
+        );
+        Self { kernel }
     }
 
     /// Records one dispatch copying `block_count` stored blocks.
@@ -202,52 +103,21 @@ impl StoredCopyPipeline {
             ],
             block_count,
         )?;
-        let params = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("stored_copy params"),
-            contents: bytemuck::cast_slice(&[block_count, grid_x, 0, 0]),
-            usage: wgpu::BufferUsages::UNIFORM,
-        });
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("stored_copy"),
-            layout: &self.bind_group_layout,
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                        buffer: input.buffer(),
-                        offset: input.offset(),
-                        size: wgpu::BufferSize::new(input.size()),
-                    }),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: descs.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 2,
-                    resource: output.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 3,
-                    resource: status.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 4,
-                    resource: params.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 5,
-                    resource: output.as_entire_binding(),
-                },
+        let params = uniform(device, "stored_copy params", &[block_count, grid_x, 0, 0]);
+        self.kernel.dispatch(
+            device,
+            encoder,
+            &[
+                slice_binding(&input),
+                descs.as_entire_binding(),
+                output.as_entire_binding(),
+                status.as_entire_binding(),
+                params.as_entire_binding(),
+                output.as_entire_binding(),
             ],
-        });
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("stored_copy"),
+            (grid_x, grid_y),
             timestamp_writes,
-        });
-        pass.set_pipeline(&self.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(grid_x, grid_y, 1);
+        );
         Ok(())
     }
 
@@ -266,15 +136,7 @@ impl StoredCopyPipeline {
             return Ok(());
         }
         validate_stored_descs(descs, input.size(), output.size())?;
-        let count = u32::try_from(descs.len()).map_err(|_| Lz4EncodeError::TooManyBlocks {
-            blocks: descs.len() as u64,
-            limit: u32::MAX as u64,
-        })?;
-        let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("stored_copy descriptors"),
-            contents: bytemuck::cast_slice(descs),
-            usage: wgpu::BufferUsages::STORAGE,
-        });
+        let (table, count) = upload_table(device, "stored_copy descriptors", descs)?;
         self.encode(device, encoder, input, &table, output, status, count)
     }
 }
@@ -302,14 +164,7 @@ mod tests {
 
     #[test]
     fn shader_validates() {
-        let module = naga::front::wgsl::parse_str(SHADER)
-            .unwrap_or_else(|e| panic!("{}", e.emit_to_string(SHADER)));
-        naga::valid::Validator::new(
-            naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::all(),
-        )
-        .validate(&module)
-        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(SHADER)));
+        crate::decode::gpu::kernel::assert_wgsl_valid(SHADER);
     }
 
     #[test]

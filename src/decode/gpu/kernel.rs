@@ -1,0 +1,231 @@
+//! What the three GPU passes (LZ4 decode, stored copy, crc32c) share: a
+//! compute pipeline over one bind group of buffers, the checks every batch
+//! passes before it is recorded, and the pass that binds the buffers and
+//! dispatches one workgroup per block on a 2D grid.
+
+use crate::decode::gpu::lz4_decode::Lz4EncodeError;
+use wgpu::util::DeviceExt;
+
+/// How a shader uses binding `i` of its bind group.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Access {
+    /// `var<storage, read>`.
+    Read,
+    /// `var<storage, read_write>`.
+    ReadWrite,
+    /// `var<uniform>`.
+    Uniform,
+}
+
+/// A compute pipeline whose bindings are buffers `0..n` of group 0.
+pub(crate) struct Kernel {
+    label: &'static str,
+    pipeline: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+}
+
+impl Kernel {
+    /// Builds `entry_point` of the WGSL `source` with `bindings` and the
+    /// pipeline-overridable `constants`.
+    pub(crate) fn new(
+        device: &wgpu::Device,
+        label: &'static str,
+        source: &str,
+        entry_point: &str,
+        bindings: &[Access],
+        constants: &[(&str, f64)],
+    ) -> Kernel {
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some(label),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        let entries: Vec<_> = bindings
+            .iter()
+            .enumerate()
+            .map(|(i, access)| wgpu::BindGroupLayoutEntry {
+                binding: i as u32,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: match access {
+                        Access::Read => wgpu::BufferBindingType::Storage { read_only: true },
+                        Access::ReadWrite => wgpu::BufferBindingType::Storage { read_only: false },
+                        Access::Uniform => wgpu::BufferBindingType::Uniform,
+                    },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some(label),
+            entries: &entries,
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some(label),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some(label),
+            layout: Some(&pipeline_layout),
+            module: &module,
+            entry_point: Some(entry_point),
+            compilation_options: wgpu::PipelineCompilationOptions {
+                constants,
+                // Every shader here writes its workgroup memory before it
+                // reads it (or has none): zeroing it would be wasted work.
+                zero_initialize_workgroup_memory: false,
+            },
+            cache: None,
+        });
+        Kernel {
+            label,
+            pipeline,
+            layout,
+        }
+    }
+
+    /// Binds `buffers` (binding `i` is `buffers[i]`) and records one
+    /// dispatch of `grid` workgroups in a pass of its own.
+    pub(crate) fn dispatch(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        buffers: &[wgpu::BindingResource<'_>],
+        (grid_x, grid_y): (u32, u32),
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) {
+        let entries: Vec<_> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, resource)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: resource.clone(),
+            })
+            .collect();
+        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(self.label),
+            layout: &self.layout,
+            entries: &entries,
+        });
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(self.label),
+            timestamp_writes,
+        });
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(grid_x, grid_y, 1);
+    }
+}
+
+/// A buffer slice as a binding (the input: a range of a larger buffer).
+pub(crate) fn slice_binding<'a>(slice: &wgpu::BufferSlice<'a>) -> wgpu::BindingResource<'a> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+        buffer: slice.buffer(),
+        offset: slice.offset(),
+        size: wgpu::BufferSize::new(slice.size()),
+    })
+}
+
+/// A uniform buffer holding `words`.
+pub(crate) fn uniform(device: &wgpu::Device, label: &str, words: &[u32]) -> wgpu::Buffer {
+    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: bytemuck::cast_slice(words),
+        usage: wgpu::BufferUsages::UNIFORM,
+    })
+}
+
+/// Uploads a descriptor table; returns it with its block count.
+pub(crate) fn upload_table<T: bytemuck::Pod>(
+    device: &wgpu::Device,
+    label: &str,
+    descs: &[T],
+) -> Result<(wgpu::Buffer, u32), Lz4EncodeError> {
+    let count = u32::try_from(descs.len()).map_err(|_| Lz4EncodeError::TooManyBlocks {
+        blocks: descs.len() as u64,
+        limit: u32::MAX as u64,
+    })?;
+    let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some(label),
+        contents: bytemuck::cast_slice(descs),
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    Ok((table, count))
+}
+
+/// Checks the bindings and table sizes of a batch of `block_count` blocks
+/// and returns the 2D grid `(x, y)` of one workgroup per block. `tables`
+/// names each other buffer with the bytes it needs per block (0: no
+/// per-block entries).
+///
+/// The rules: every binding's offset meets the device's storage-offset
+/// alignment, its size is a non-zero multiple of 4 below 4 GiB (the shaders
+/// do their byte arithmetic in u32) and within the device's binding limit;
+/// the grid fits the per-dimension workgroup limit.
+pub(crate) fn check_batch(
+    device: &wgpu::Device,
+    input: &wgpu::BufferSlice<'_>,
+    tables: &[(&'static str, &wgpu::Buffer, u64)],
+    block_count: u32,
+) -> Result<(u32, u32), Lz4EncodeError> {
+    let limits = device.limits();
+    let max_binding = limits
+        .max_storage_buffer_binding_size
+        .min(u32::MAX as u64 & !3);
+    let align = limits.min_storage_buffer_offset_alignment as u64;
+    let check = |binding, offset: u64, size: u64| {
+        if !offset.is_multiple_of(align)
+            || size == 0
+            || !size.is_multiple_of(4)
+            || size > max_binding
+        {
+            Err(Lz4EncodeError::Binding {
+                binding,
+                offset,
+                size,
+                align,
+                max: max_binding,
+            })
+        } else {
+            Ok(())
+        }
+    };
+    check("input", input.offset(), input.size())?;
+    for &(what, buffer, bytes_per_block) in tables {
+        check(what, 0, buffer.size())?;
+        let needed = block_count as u64 * bytes_per_block;
+        if buffer.size() < needed {
+            return Err(Lz4EncodeError::TooSmall {
+                what,
+                blocks: block_count,
+                needed,
+                have: buffer.size(),
+            });
+        }
+    }
+    let per_dim = limits.max_compute_workgroups_per_dimension.max(1);
+    let grid_x = block_count.min(per_dim);
+    let grid_y = block_count.div_ceil(grid_x);
+    if grid_y > per_dim {
+        return Err(Lz4EncodeError::TooManyBlocks {
+            blocks: block_count as u64,
+            limit: per_dim as u64 * per_dim as u64,
+        });
+    }
+    Ok((grid_x, grid_y))
+}
+
+/// Parses and validates a WGSL module with naga, as wgpu will (unit tests).
+#[cfg(test)]
+pub(crate) fn assert_wgsl_valid(source: &str) {
+    let module = naga::front::wgsl::parse_str(source)
+        .unwrap_or_else(|e| panic!("{}", e.emit_to_string(source)));
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .unwrap_or_else(|e| panic!("{}", e.emit_to_string(source)));
+}
