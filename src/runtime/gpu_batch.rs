@@ -13,6 +13,12 @@
 //!   -> submission done: the status words are mapped and read, parts finish
 //! ```
 //!
+//! On a software adapter (lavapipe, llvmpipe) every copy is CPU work, and
+//! the CPU has already laid out stored and CPU-decoded bytes for their
+//! destinations: a chunk holding only such parts is copied straight from
+//! the chunk to the destinations, skipping the batch input, and stays
+//! unmapped until those copies are done.
+//!
 //! A batch is flushed when the next chunk does not fit it, or when nothing
 //! more is on its way (the submission thread calls [`GpuBatcher::flush`]
 //! when it runs out of work). Two batches' buffers exist, so one fills while
@@ -169,6 +175,11 @@ pub(crate) struct GpuBatcher {
     /// wgpu's noop backend runs no shaders: status words are preset to OK
     /// there, so the host side can be measured with the decode "done".
     noop: bool,
+    /// A CPU rasteriser (see [`Self::software_adapter`]).
+    software: bool,
+    /// Parts copied straight out of a chunk (software adapters), by chunk:
+    /// they end when that chunk's copy submission is done.
+    direct: HashMap<usize, Vec<Part>>,
     /// Time spent inside `Queue::submit`, for the stats.
     submit_ns: Arc<AtomicU64>,
 }
@@ -195,7 +206,9 @@ impl GpuBatcher {
         })?;
         let stored = StoredCopyPipeline::new(&device);
         let crc = verify.then(|| Crc32cPipeline::new(&device));
-        let noop = device.adapter_info().backend == wgpu::Backend::Noop;
+        let info = device.adapter_info();
+        let noop = info.backend == wgpu::Backend::Noop;
+        let software = info.device_type == wgpu::DeviceType::Cpu && !noop;
         let res = (0..2).map(|i| Res::new(&device, caps, i)).collect();
         let staged = (0..ring.chunk_count()).map(|_| Vec::new()).collect();
         Ok(GpuBatcher {
@@ -215,6 +228,8 @@ impl GpuBatcher {
             caps,
             lost: None,
             noop,
+            software,
+            direct: HashMap::new(),
             submit_ns,
         })
     }
@@ -223,8 +238,7 @@ impl GpuBatcher {
     /// which compute passes are slow CPU work. wgpu's noop backend also says
     /// `Cpu` but runs nothing, so it counts as hardware here.
     pub fn software_adapter(&self) -> bool {
-        let info = self.device.adapter_info();
-        info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::Noop
+        self.software
     }
 
     /// Why the GPU is unusable, once wgpu has failed under the runtime.
@@ -263,9 +277,27 @@ impl GpuBatcher {
         }
         let mut enc: Option<wgpu::CommandEncoder> = None;
         let mut copied = Vec::new();
+        // A job whose parts are copied straight from a chunk, to count the
+        // submission that carries them.
+        let mut direct_job = None;
         for c in ready {
             if self.staged[c].is_empty() {
                 self.ring.recycle(c);
+                continue;
+            }
+            if self.software && self.staged[c].iter().all(|s| s.part.pitched) {
+                let (buffer, _) = self.ring.unmap_for_gpu(c);
+                let e = enc.get_or_insert_with(|| {
+                    self.device
+                        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                            label: Some("gpustream staging copy"),
+                        })
+                });
+                let staged = std::mem::take(&mut self.staged[c]);
+                let parts = copy_from_chunk(e, &buffer, staged, jobs, done);
+                direct_job = direct_job.or(parts.first().map(|p| p.job));
+                self.direct.insert(c, parts);
+                copied.push(c);
                 continue;
             }
             let used = self.ring.used(c).next_multiple_of(4);
@@ -327,6 +359,9 @@ impl GpuBatcher {
         }
         if let Some(e) = enc {
             self.submit_copies(e, copied);
+            if let Some(j) = direct_job.and_then(|id| jobs.get(id)) {
+                j.spec.stats(|st| st.gpu_submits += 1);
+            }
         }
     }
 
@@ -579,6 +614,13 @@ impl GpuBatcher {
         match e {
             GpuEvent::ChunksCopied(chunks) => {
                 for c in chunks {
+                    // Copies straight out of the chunk have landed.
+                    for part in self.direct.remove(&c).unwrap_or_default() {
+                        if let Some(j) = jobs.get(part.job) {
+                            j.spec.ctl.end_gpu();
+                        }
+                        done.push((part, Ok(())));
+                    }
                     let owed = self.poller.owe();
                     let tx = self.events.clone();
                     self.ring.remap(c, move || {
@@ -603,6 +645,14 @@ impl GpuBatcher {
                 if let Some(open) = self.open.take() {
                     for e in open.entries {
                         done.push((e.part, Err(lost_error(&why))));
+                    }
+                }
+                for (_, parts) in self.direct.drain() {
+                    for part in parts {
+                        if let Some(j) = jobs.get(part.job) {
+                            j.spec.ctl.end_gpu();
+                        }
+                        done.push((part, Err(lost_error(&why))));
                     }
                 }
                 self.lost = Some(why);
@@ -710,6 +760,53 @@ fn verdict(
             },
         })
     }
+}
+
+/// Records the copies of parts the CPU laid out for their destinations
+/// straight from their staging chunk `chunk` (software adapters). Parts of
+/// cancelled requests end here; the others are pinned until the copies are
+/// done, and returned.
+fn copy_from_chunk(
+    enc: &mut wgpu::CommandEncoder,
+    chunk: &wgpu::Buffer,
+    staged: Vec<Staged>,
+    jobs: &JobTable,
+    done: &mut Vec<Finished>,
+) -> Vec<Part> {
+    let (mut commands, mut texture_copies) = (0u64, 0u64);
+    let mut parts = Vec::with_capacity(staged.len());
+    for s in staged {
+        let job = jobs.get(s.part.job);
+        if !job.is_some_and(|j| j.spec.ctl.begin_gpu()) {
+            done.push((s.part, Err(RequestError::Cancelled)));
+            continue;
+        }
+        match part_dest(&s.part, job.map(|j| &j.spec.destination)) {
+            Some(d) => {
+                texture_copies += record_direct(enc, chunk, s.at, &d);
+                commands += 1;
+                parts.push(s.part);
+            }
+            None => {
+                if let Some(j) = job {
+                    j.spec.ctl.end_gpu();
+                }
+                done.push((
+                    s.part,
+                    Err(RequestError::Internal(
+                        "a GPU part lost its destination".into(),
+                    )),
+                ));
+            }
+        }
+    }
+    if let Some(j) = parts.first().and_then(|p| jobs.get(p.job)) {
+        j.spec.stats(|st| {
+            st.gpu_commands += commands;
+            st.texture_copies += texture_copies;
+        });
+    }
+    parts
 }
 
 /// Records the copy of a part whose bytes sit at `src` of `input` already
