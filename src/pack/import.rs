@@ -1,13 +1,20 @@
 //! Turning input files into assets: PNG and JPEG images become tiled
 //! textures with a full mip chain, block-compressed with intel_tex_2 (ISPC
-//! kernels; see docs/pack-format.md for why this encoder); KTX2 files are
-//! taken as they are; anything else becomes a blob.
+//! kernels; see docs/pack-format.md for why this encoder); DDS and KTX2
+//! files keep their levels (zstd supercompression is undone, Basis
+//! Universal data is transcoded to BC7 or BC1); anything else becomes a
+//! blob. Each texture records its source kind and the time its conversion
+//! took.
 
-use super::ktx2::read_ktx2;
+use super::basis::transcode_ktx2;
+use super::dds::read_dds;
+use super::ktx2::{parse_layout, read_ktx2};
 use super::{
-    full_mip_count, mip_extent, AssetId, PackError, PackWriter, TextureFormat, MAX_TEXTURE_DIM,
+    full_mip_count, mip_extent, AssetId, PackError, PackWriter, SourceKind, TextureFormat,
+    TextureSource, MAX_TEXTURE_DIM,
 };
 use std::path::Path;
+use std::time::Instant;
 
 /// How images are turned into textures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,11 +68,13 @@ pub enum InputKind {
     Image,
     /// A KTX2 container.
     Ktx2,
+    /// A DDS file.
+    Dds,
     /// Anything else.
     Blob,
 }
 
-/// Classifies an input by its magic bytes; an extension of png/jpg/jpeg/ktx2
+/// Classifies an input by its magic bytes; an extension of png/jpg/jpeg/ktx2/dds
 /// with other contents is still treated as that kind, so a damaged image is
 /// reported as one rather than silently packed as a blob.
 pub fn input_kind(path: &Path, head: &[u8]) -> InputKind {
@@ -75,6 +84,9 @@ pub fn input_kind(path: &Path, head: &[u8]) -> InputKind {
     if head.starts_with(&[0xAB, 0x4B, 0x54, 0x58, 0x20, 0x32, 0x30, 0xBB]) {
         return InputKind::Ktx2;
     }
+    if head.starts_with(b"DDS ") {
+        return InputKind::Dds;
+    }
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -82,6 +94,7 @@ pub fn input_kind(path: &Path, head: &[u8]) -> InputKind {
     match ext.as_deref() {
         Some("png" | "jpg" | "jpeg") => InputKind::Image,
         Some("ktx2") => InputKind::Ktx2,
+        Some("dds") => InputKind::Dds,
         _ => InputKind::Blob,
     }
 }
@@ -409,7 +422,9 @@ pub fn encode_texture(img: &Rgba8Image, opts: ImageOptions) -> EncodedTexture {
 }
 
 /// Reads one input file and adds it to `writer` under `name`: images as
-/// encoded textures, KTX2 as stored, anything else as a blob.
+/// encoded textures, DDS and KTX2 with their own levels (see
+/// [`load_texture`]), anything else as a blob. Textures record their source
+/// kind and conversion time in the pack.
 pub fn add_file(
     writer: &mut PackWriter,
     name: &str,
@@ -417,28 +432,123 @@ pub fn add_file(
     opts: ImageOptions,
 ) -> Result<AssetId, PackError> {
     let bytes = read_input(path)?;
-    match input_kind(path, &bytes) {
-        InputKind::Image => {
-            let img = decode_image(path, &bytes)?;
-            let t = encode_texture(&img, opts);
-            writer.add_texture(name, t.format, t.width, t.height, &t.mips)
+    match load_texture(path, &bytes, opts)? {
+        Some((t, source)) => {
+            let id = writer.add_texture(name, t.format, t.width, t.height, &t.mips)?;
+            writer.set_texture_source(id, source)?;
+            Ok(id)
         }
-        InputKind::Ktx2 => {
-            let t = read_ktx2(path, &bytes)?;
-            let d = t.format.block_dim();
-            if !t.width.is_multiple_of(d) || !t.height.is_multiple_of(d) {
-                return Err(PackError::Import {
-                    path: path.to_path_buf(),
-                    reason: format!(
-                        "{} size {}x{} is not a multiple of its {d}x{d} blocks",
-                        t.format, t.width, t.height
-                    ),
-                });
-            }
-            writer.add_texture(name, t.format, t.width, t.height, &t.mips)
-        }
-        InputKind::Blob => writer.add_blob(name, &bytes),
+        None => writer.add_blob(name, &bytes),
     }
+}
+
+/// Turns a file's bytes into a texture, or `None` when the file is not one
+/// (it becomes a blob). `path` names the file in errors.
+///
+/// - PNG/JPEG: decoded and encoded to `opts` with a full mip chain.
+/// - DDS: its format and levels as they are. A file with one level (of a
+///   texture that could have more) gets its chain built when its data can
+///   be re-encoded: RGBA8 is encoded to `opts` like an image. BCn without a
+///   chain is an error: decoding and re-encoding would lose quality
+///   silently.
+/// - KTX2: its levels as they are, zstd supercompression undone; Basis
+///   Universal (vkFormat 0) transcoded to BC7, or to BC1 for opaque ETC1S
+///   when `opts.format` is BC1.
+pub fn load_texture(
+    path: &Path,
+    bytes: &[u8],
+    opts: ImageOptions,
+) -> Result<Option<(EncodedTexture, TextureSource)>, PackError> {
+    let start = Instant::now();
+    let (t, kind) = match input_kind(path, bytes) {
+        InputKind::Image => {
+            let kind = if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+                SourceKind::Jpeg
+            } else {
+                SourceKind::Png
+            };
+            (encode_texture(&decode_image(path, bytes)?, opts), kind)
+        }
+        InputKind::Dds => (dds_texture(path, bytes, opts)?, SourceKind::Dds),
+        InputKind::Ktx2 => {
+            let layout = parse_layout(path, bytes)?;
+            if layout.vk_format == 0 {
+                let bc1 = opts.format.with_srgb(false) == TextureFormat::Bc1;
+                let b = transcode_ktx2(path, bytes, &layout, bc1)?;
+                let t = EncodedTexture {
+                    format: b.format,
+                    width: b.width,
+                    height: b.height,
+                    mips: b.mips,
+                };
+                (t, b.kind)
+            } else {
+                let k = read_ktx2(path, bytes)?;
+                let kind = if k.zstd {
+                    SourceKind::Ktx2Zstd
+                } else {
+                    SourceKind::Ktx2
+                };
+                let t = EncodedTexture {
+                    format: k.format,
+                    width: k.width,
+                    height: k.height,
+                    mips: k.mips,
+                };
+                (t, kind)
+            }
+        }
+        InputKind::Blob => return Ok(None),
+    };
+    let d = t.format.block_dim();
+    if !t.width.is_multiple_of(d) || !t.height.is_multiple_of(d) {
+        return Err(PackError::Import {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{} size {}x{} is not a multiple of its {d}x{d} blocks",
+                t.format, t.width, t.height
+            ),
+        });
+    }
+    let transcode_us = u32::try_from(start.elapsed().as_micros()).unwrap_or(u32::MAX);
+    Ok(Some((t, TextureSource { kind, transcode_us })))
+}
+
+/// A DDS file's texture, with its chain built where it is missing and can
+/// be (see [`load_texture`]).
+fn dds_texture(path: &Path, bytes: &[u8], opts: ImageOptions) -> Result<EncodedTexture, PackError> {
+    let d = read_dds(path, bytes)?;
+    let full = full_mip_count(d.width, d.height);
+    if d.mips.len() > 1 || full == 1 {
+        return Ok(EncodedTexture {
+            format: d.format,
+            width: d.width,
+            height: d.height,
+            mips: d.mips,
+        });
+    }
+    if d.format.is_compressed() {
+        return Err(PackError::Import {
+            path: path.to_path_buf(),
+            reason: format!(
+                "a {}x{} {} DDS with one mip level: its {full}-level chain cannot be built without decoding and re-encoding the blocks (save it with mips, e.g. texconv -m 0)",
+                d.width, d.height, d.format
+            ),
+        });
+    }
+    let mut pixels = d.mips;
+    let img = Rgba8Image {
+        width: d.width,
+        height: d.height,
+        pixels: pixels.swap_remove(0),
+    };
+    Ok(encode_texture(
+        &img,
+        ImageOptions {
+            format: opts.format,
+            srgb: opts.srgb || d.format.is_srgb(),
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -517,6 +627,8 @@ mod tests {
         );
         assert_eq!(input_kind(Path::new("x.png"), b"garbage"), InputKind::Image);
         assert_eq!(input_kind(Path::new("x.KTX2"), b""), InputKind::Ktx2);
+        assert_eq!(input_kind(Path::new("x.bin"), b"DDS |"), InputKind::Dds);
+        assert_eq!(input_kind(Path::new("x.dds"), b""), InputKind::Dds);
         assert_eq!(input_kind(Path::new("mesh.bin"), b"abc"), InputKind::Blob);
     }
 

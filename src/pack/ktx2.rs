@@ -183,8 +183,10 @@ pub struct Ktx2Texture {
     pub width: u32,
     /// Height of mip 0.
     pub height: u32,
-    /// Each level's data, mip 0 first.
+    /// Each level's data, mip 0 first (inflated when supercompressed).
     pub mips: Vec<Vec<u8>>,
+    /// The file was supercompressed with zstd (scheme 2).
+    pub zstd: bool,
 }
 
 /// Byte offsets of the KTX2 header fields.
@@ -220,62 +222,70 @@ fn le64(b: &[u8], o: usize) -> u64 {
     u64::from(le32(b, o)) | u64::from(le32(b, o + 4)) << 32
 }
 
-/// Reads a KTX2 file holding a 2D texture in one of the pack's formats,
-/// without supercompression. `path` names the file in errors, which also
-/// name the structure and byte offset at fault.
-///
-/// The parse is bounded by the file: nothing is allocated but the mips,
-/// whose lengths are checked against the format and the file first.
-pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
-    let bad = |what: &str, offset: usize, reason: String| PackError::MalformedInput {
+/// The container of a KTX2 file, checked against the file: one 2D texture,
+/// every region (DFD, key/value data, supercompression global data, each
+/// level) inside the file. What the levels hold is not checked here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ktx2Layout {
+    /// `vkFormat` (0 for Basis Universal).
+    pub(crate) vk_format: u32,
+    /// `supercompressionScheme`: 0 none, 1 BasisLZ, 2 zstd, 3 zlib.
+    pub(crate) scheme: u32,
+    pub(crate) width: u32,
+    pub(crate) height: u32,
+    /// Byte range of the data format descriptor.
+    pub(crate) dfd: std::ops::Range<usize>,
+    /// Byte range of the supercompression global data (empty when none).
+    pub(crate) sgd: std::ops::Range<usize>,
+    /// Each level, mip 0 first.
+    pub(crate) levels: Vec<Ktx2Level>,
+}
+
+/// One entry of the level index, its byte range checked against the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ktx2Level {
+    /// Byte range of the level's (possibly supercompressed) data.
+    pub(crate) bytes: std::ops::Range<usize>,
+    /// `uncompressedByteLength`.
+    pub(crate) uncompressed: u64,
+    /// Offset of the level's index entry, for errors.
+    pub(crate) entry_at: usize,
+}
+
+/// A KTX2 error at a known place: the file, the structure, the offset.
+pub(crate) fn malformed(path: &Path, what: &str, offset: usize, reason: String) -> PackError {
+    PackError::MalformedInput {
         path: path.to_path_buf(),
         format: "KTX2",
         what: what.to_string(),
         offset: offset as u64,
         reason,
-    };
+    }
+}
+
+/// Parses and checks the container (see [`Ktx2Layout`]).
+pub(crate) fn parse_layout(path: &Path, bytes: &[u8]) -> Result<Ktx2Layout, PackError> {
+    let bad = |what: &str, offset: usize, reason: String| malformed(path, what, offset, reason);
     let file_len = bytes.len() as u64;
     // A region [offset, offset + len) must lie inside the file.
     let in_file = |offset: u64, len: u64| offset.checked_add(len).is_some_and(|e| e <= file_len);
+    let truncated = |what: &str, offset: usize, needed: usize| PackError::TruncatedInput {
+        path: path.to_path_buf(),
+        format: "KTX2",
+        what: what.to_string(),
+        offset: offset as u64,
+        needed: needed as u64,
+        file_len,
+    };
 
-    if bytes.len() < field::HEADER_LEN {
-        return Err(bad(
-            "header",
-            0,
-            format!(
-                "file is {} bytes, shorter than the {}-byte header",
-                bytes.len(),
-                field::HEADER_LEN
-            ),
-        ));
-    }
-    if bytes[..12] != IDENTIFIER {
+    if bytes.len() < 12 || bytes[..12] != IDENTIFIER {
         return Err(bad("header", 0, "not a KTX2 file (bad identifier)".into()));
     }
-    let vk = le32(bytes, field::VK_FORMAT);
-    let format = from_vk_format(vk).ok_or_else(|| {
-        bad(
-            "header",
-            field::VK_FORMAT,
-            format!("vkFormat {vk} is not supported (use RGBA8, BC1, BC3, BC4, BC5 or BC7)"),
-        )
-    })?;
-    let type_size = le32(bytes, field::TYPE_SIZE);
-    if type_size != 1 {
-        return Err(bad(
-            "header",
-            field::TYPE_SIZE,
-            format!("typeSize {type_size}, {format} requires 1"),
-        ));
+    if bytes.len() < field::HEADER_LEN {
+        return Err(truncated("header", 0, field::HEADER_LEN));
     }
+    let vk_format = le32(bytes, field::VK_FORMAT);
     let scheme = le32(bytes, field::SUPERCOMPRESSION);
-    if scheme != 0 {
-        return Err(bad(
-            "header",
-            field::SUPERCOMPRESSION,
-            format!("supercompression scheme {scheme} is not supported (only none)"),
-        ));
-    }
     let (width, height) = (
         le32(bytes, field::PIXEL_WIDTH),
         le32(bytes, field::PIXEL_HEIGHT),
@@ -286,13 +296,18 @@ pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
         le32(bytes, field::FACE_COUNT),
     );
     if depth > 1 || layers > 1 || faces != 1 {
-        return Err(bad(
-            "header",
-            field::PIXEL_DEPTH,
-            format!(
-                "depth {depth}, {layers} layers, {faces} faces: only single 2D textures are supported (no arrays, cube maps or 3D)"
-            ),
-        ));
+        let what = if faces == 6 {
+            "a cube map (faceCount 6)".to_string()
+        } else if layers > 1 {
+            format!("a texture array of {layers} layers (layerCount)")
+        } else {
+            format!("depth {depth}, {layers} layers, {faces} faces (only single 2D textures)")
+        };
+        return Err(PackError::UnsupportedInput {
+            path: path.to_path_buf(),
+            format: "KTX2",
+            what: format!("{what} at offset {}", field::PIXEL_DEPTH),
+        });
     }
     if width == 0
         || height == 0
@@ -309,28 +324,36 @@ pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
         ));
     }
     // levelCount 0 means "one level, make the rest at load time".
-    let levels = le32(bytes, field::LEVEL_COUNT).max(1);
+    let level_count = le32(bytes, field::LEVEL_COUNT).max(1);
     let full = super::full_mip_count(width, height);
-    if levels > u32::from(full) {
+    if level_count > u32::from(full) {
         return Err(bad(
             "header",
             field::LEVEL_COUNT,
-            format!("{levels} levels, a {width}x{height} texture has at most {full}"),
+            format!("{level_count} levels, a {width}x{height} texture has at most {full}"),
         ));
     }
-    let index_end = field::HEADER_LEN + levels as usize * field::LEVEL_ENTRY_LEN;
+    let index_end = field::HEADER_LEN + level_count as usize * field::LEVEL_ENTRY_LEN;
     if bytes.len() < index_end {
-        return Err(bad(
+        return Err(truncated(
             "level index",
             field::HEADER_LEN,
+            index_end - field::HEADER_LEN,
+        ));
+    }
+    let dfd_offset = le32(bytes, field::DFD_OFFSET) as usize;
+    let dfd_len = le32(bytes, field::DFD_LENGTH) as usize;
+    if dfd_len < 4 || dfd_offset.checked_add(dfd_len).is_none_or(|e| e > bytes.len()) {
+        return Err(bad(
+            "DFD",
+            field::DFD_OFFSET,
             format!(
-                "{levels} entries need {index_end} bytes of header and index, the file has {}",
+                "{dfd_len} bytes at offset {dfd_offset} do not fit the {}-byte file (at least 4 needed)",
                 bytes.len()
             ),
         ));
     }
-
-    check_dfd(bytes, format, &bad)?;
+    let mut sgd = 0..0;
     for (what, off_at, len_at) in [
         ("key/value data", field::KVD_OFFSET, field::KVD_LENGTH),
         (
@@ -353,42 +376,161 @@ pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
                 ),
             ));
         }
+        if off_at == field::SGD_OFFSET && len > 0 {
+            // In the file, so both fit in usize.
+            sgd = offset as usize..(offset + len) as usize;
+        }
     }
-
-    let mut mips = Vec::with_capacity(levels as usize);
-    for m in 0..levels as usize {
+    let mut levels = Vec::with_capacity(level_count as usize);
+    for m in 0..level_count as usize {
         let at = field::HEADER_LEN + m * field::LEVEL_ENTRY_LEN;
-        let what = format!("level index entry {m}");
         let (offset, len, uncompressed) =
             (le64(bytes, at), le64(bytes, at + 8), le64(bytes, at + 16));
+        if !in_file(offset, len) {
+            return Err(truncated(
+                &format!("level {m} (index entry at {at})"),
+                offset.min(file_len) as usize,
+                len.min(usize::MAX as u64) as usize,
+            ));
+        }
+        levels.push(Ktx2Level {
+            bytes: offset as usize..(offset + len) as usize,
+            uncompressed,
+            entry_at: at,
+        });
+    }
+    Ok(Ktx2Layout {
+        vk_format,
+        scheme,
+        width,
+        height,
+        dfd: dfd_offset..dfd_offset + dfd_len,
+        sgd,
+        levels,
+    })
+}
+
+/// Supercompression scheme 2 in the KTX2 specification.
+pub(crate) const SCHEME_ZSTD: u32 = 2;
+
+/// Reads a KTX2 file holding a 2D texture in one of the pack's formats,
+/// stored as it is or supercompressed with zstd (scheme 2, decompressed
+/// here). `path` names the file in errors, which also name the structure
+/// and byte offset at fault.
+///
+/// The parse is bounded by the file: nothing is allocated but the mips,
+/// whose lengths are checked against the format and the file first; a
+/// supercompressed level is inflated to at most its expected length (one
+/// byte more is an error, [`PackError::LevelExpands`]).
+pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
+    let layout = parse_layout(path, bytes)?;
+    let bad = |what: &str, offset: usize, reason: String| malformed(path, what, offset, reason);
+    let vk = layout.vk_format;
+    let format = from_vk_format(vk).ok_or_else(|| {
+        bad(
+            "header",
+            field::VK_FORMAT,
+            if vk == 0 {
+                "vkFormat 0 (Basis Universal) is transcoded by the packer's import, not read here".into()
+            } else {
+                format!("vkFormat {vk} is not supported (use RGBA8, BC1, BC3, BC4, BC5 or BC7)")
+            },
+        )
+    })?;
+    let type_size = le32(bytes, field::TYPE_SIZE);
+    if type_size != 1 {
+        return Err(bad(
+            "header",
+            field::TYPE_SIZE,
+            format!("typeSize {type_size}, {format} requires 1"),
+        ));
+    }
+    if layout.scheme != 0 && layout.scheme != SCHEME_ZSTD {
+        return Err(bad(
+            "header",
+            field::SUPERCOMPRESSION,
+            format!(
+                "supercompression scheme {} is not supported (none or zstd)",
+                layout.scheme
+            ),
+        ));
+    }
+    check_dfd(bytes, format, &bad)?;
+    let (width, height) = (layout.width, layout.height);
+    let mut mips = Vec::with_capacity(layout.levels.len());
+    for (m, level) in layout.levels.iter().enumerate() {
         let (w, h) = mip_extent(width, height, m as u8);
         let want = format.data_size(w, h);
-        if len != want || uncompressed != want {
-            return Err(bad(
-                &what,
-                at + 8,
-                format!(
-                    "level {m} has {len} bytes ({uncompressed} uncompressed), a {w}x{h} {format} level has {want}"
-                ),
-            ));
+        let stored = level.bytes.len() as u64;
+        let size_err = |found: u64, offset: usize| PackError::LevelSize {
+            path: path.to_path_buf(),
+            format: "KTX2",
+            level: m as u32,
+            offset: offset as u64,
+            found,
+            expected: want,
+        };
+        if level.uncompressed != want {
+            return Err(size_err(level.uncompressed, level.entry_at + 16));
         }
-        if !in_file(offset, len) {
-            return Err(bad(
-                &what,
-                at,
-                format!("level {m}'s {len} bytes at offset {offset} run past the end of the {file_len}-byte file"),
-            ));
+        if layout.scheme == 0 {
+            if stored != want {
+                return Err(size_err(stored, level.entry_at + 8));
+            }
+            mips.push(bytes[level.bytes.clone()].to_vec());
+        } else {
+            mips.push(inflate_level(path, bytes, level, m as u32)?);
         }
-        // In range: checked just above, and both fit in usize because the
-        // file does.
-        mips.push(bytes[offset as usize..(offset + len) as usize].to_vec());
     }
     Ok(Ktx2Texture {
         format,
         width,
         height,
         mips,
+        zstd: layout.scheme == SCHEME_ZSTD,
     })
+}
+
+/// Inflates a zstd-supercompressed level to exactly its declared
+/// `uncompressedByteLength`. The output grows only as data arrives and
+/// stops one byte past the declared length, so a small level claiming (or
+/// expanding to) gigabytes costs at most what it declared.
+pub(crate) fn inflate_level(
+    path: &Path,
+    bytes: &[u8],
+    level: &Ktx2Level,
+    m: u32,
+) -> Result<Vec<u8>, PackError> {
+    use std::io::Read;
+    let at = level.bytes.start;
+    let declared = level.uncompressed;
+    let mut out = Vec::new();
+    let decoder = zstd::stream::read::Decoder::with_buffer(&bytes[level.bytes.clone()])
+        .map_err(|e| malformed(path, &format!("level {m}"), at, format!("zstd: {e}")))?;
+    decoder
+        .take(declared.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| malformed(path, &format!("level {m}"), at, format!("zstd: {e}")))?;
+    if out.len() as u64 > declared {
+        return Err(PackError::LevelExpands {
+            path: path.to_path_buf(),
+            format: "KTX2",
+            level: m,
+            offset: at as u64,
+            declared,
+        });
+    }
+    if (out.len() as u64) < declared {
+        return Err(PackError::LevelSize {
+            path: path.to_path_buf(),
+            format: "KTX2",
+            level: m,
+            offset: at as u64,
+            found: out.len() as u64,
+            expected: declared,
+        });
+    }
+    Ok(out)
 }
 
 /// Checks the data format descriptor: the section lies inside the file, its

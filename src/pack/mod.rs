@@ -11,17 +11,25 @@ use crate::codec::Codec;
 use serde::Serialize;
 use std::ops::Range;
 
+#[cfg(feature = "tools")]
+pub mod basis;
+#[cfg(feature = "tools")]
+mod basis_etc1s;
+#[cfg(feature = "tools")]
+pub mod dds;
 pub mod demo;
 mod error;
 pub mod format;
 pub mod import;
 pub mod ktx2;
 mod reader;
+mod source;
 mod texture;
 mod writer;
 
 pub use error::PackError;
 pub use reader::Pack;
+pub use source::{SourceKind, TextureSource};
 pub use texture::{
     full_mip_count, mip_extent, PackedMip, PackedMips, TextureFormat, TileRegion, MAX_MIPS,
     MAX_TEXTURE_DIM, TILE_BYTES,
