@@ -265,6 +265,42 @@ pub(crate) fn malformed(path: &Path, what: &str, offset: usize, reason: String) 
 
 /// Parses and checks the container (see [`Ktx2Layout`]).
 pub(crate) fn parse_layout(path: &Path, bytes: &[u8]) -> Result<Ktx2Layout, PackError> {
+    let mut layout = parse_header(path, bytes)?;
+    locate_levels(path, bytes, &mut layout)?;
+    Ok(layout)
+}
+
+/// Checks every level's byte range against the file (the ranges are empty
+/// until this runs). Kept apart from [`parse_header`] so that a reader can
+/// report a bad descriptor before levels that a bad descriptor may explain.
+pub(crate) fn locate_levels(
+    path: &Path,
+    bytes: &[u8],
+    layout: &mut Ktx2Layout,
+) -> Result<(), PackError> {
+    let file_len = bytes.len() as u64;
+    for (m, level) in layout.levels.iter_mut().enumerate() {
+        let at = level.entry_at;
+        let (offset, len) = (le64(bytes, at), le64(bytes, at + 8));
+        if offset.checked_add(len).is_none_or(|e| e > file_len) {
+            return Err(PackError::TruncatedInput {
+                path: path.to_path_buf(),
+                format: "KTX2",
+                what: format!("level {m} (index entry at {at})"),
+                offset,
+                needed: len,
+                file_len,
+            });
+        }
+        // Inside the file, so both fit in usize.
+        level.bytes = offset as usize..(offset + len) as usize;
+    }
+    Ok(())
+}
+
+/// Parses and checks the header, the level index's extent and the regions
+/// other than the levels (see [`locate_levels`]).
+fn parse_header(path: &Path, bytes: &[u8]) -> Result<Ktx2Layout, PackError> {
     let bad = |what: &str, offset: usize, reason: String| malformed(path, what, offset, reason);
     let file_len = bytes.len() as u64;
     // A region [offset, offset + len) must lie inside the file.
@@ -384,18 +420,9 @@ pub(crate) fn parse_layout(path: &Path, bytes: &[u8]) -> Result<Ktx2Layout, Pack
     let mut levels = Vec::with_capacity(level_count as usize);
     for m in 0..level_count as usize {
         let at = field::HEADER_LEN + m * field::LEVEL_ENTRY_LEN;
-        let (offset, len, uncompressed) =
-            (le64(bytes, at), le64(bytes, at + 8), le64(bytes, at + 16));
-        if !in_file(offset, len) {
-            return Err(truncated(
-                &format!("level {m} (index entry at {at})"),
-                offset.min(file_len) as usize,
-                len.min(usize::MAX as u64) as usize,
-            ));
-        }
         levels.push(Ktx2Level {
-            bytes: offset as usize..(offset + len) as usize,
-            uncompressed,
+            bytes: 0..0,
+            uncompressed: le64(bytes, at + 16),
             entry_at: at,
         });
     }
@@ -423,7 +450,7 @@ pub(crate) const SCHEME_ZSTD: u32 = 2;
 /// supercompressed level is inflated to at most its expected length (one
 /// byte more is an error, [`PackError::LevelExpands`]).
 pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
-    let layout = parse_layout(path, bytes)?;
+    let mut layout = parse_header(path, bytes)?;
     let bad = |what: &str, offset: usize, reason: String| malformed(path, what, offset, reason);
     let vk = layout.vk_format;
     let format = from_vk_format(vk).ok_or_else(|| {
@@ -456,6 +483,7 @@ pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
         ));
     }
     check_dfd(bytes, format, &bad)?;
+    locate_levels(path, bytes, &mut layout)?;
     let (width, height) = (layout.width, layout.height);
     let mut mips = Vec::with_capacity(layout.levels.len());
     for (m, level) in layout.levels.iter().enumerate() {
