@@ -548,3 +548,139 @@ fn a_pack_with_an_unknown_source_kind_or_a_blob_with_one_is_corrupt() {
     }
 }
 
+
+/// Writes the fuzz seeds for `dds_reader` and the zstd and Basis seeds of
+/// `ktx2_reader` (small files, all made here):
+/// `cargo test --release --test texture_sources -- --ignored write_fuzz_seeds`
+#[test]
+#[ignore]
+fn write_fuzz_seeds() {
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
+    let d = seeds.join("dds_reader");
+    std::fs::create_dir_all(&d).unwrap();
+    let (w, h) = (16, 8);
+    let levels = full_mip_count(w, h);
+    let f = |f: TextureFormat| chain(f, w, h, levels).concat();
+    let files = [
+        ("dxt1-16x8.dds", dds(Pf::FourCC(b"DXT1"), None, w, h, levels.into(), 0, &f(TextureFormat::Bc1))),
+        ("dxt5-16x8.dds", dds(Pf::FourCC(b"DXT5"), None, w, h, levels.into(), 0, &f(TextureFormat::Bc3))),
+        ("ati2-16x8.dds", dds(Pf::FourCC(b"ATI2"), None, w, h, levels.into(), 0, &f(TextureFormat::Bc5))),
+        ("rgba8-16x8.dds", dds(Pf::Rgba8, None, w, h, levels.into(), 0, &f(TextureFormat::Rgba8Unorm))),
+        ("dx10-bc7srgb-16x8.dds", dds(Pf::Rgba8, Some((99, 0, 1)), w, h, levels.into(), 0, &f(TextureFormat::Bc7Srgb))),
+        ("dx10-bc4-16x8-1mip.dds", dds(Pf::Rgba8, Some((80, 0, 1)), w, h, 1, 0, &chain(TextureFormat::Bc4, w, h, 1).concat())),
+        ("dx10-array2.dds", dds(Pf::Rgba8, Some((71, 0, 2)), 4, 4, 1, 0, &[0; 16])),
+    ];
+    for (name, bytes) in files {
+        std::fs::write(d.join(name), bytes).unwrap();
+    }
+    let k = seeds.join("ktx2_reader");
+    let mips = chain(TextureFormat::Bc1, w, h, levels);
+    std::fs::write(k.join("bc1-16x8-zstd.ktx2"), zstd_ktx2(TextureFormat::Bc1, w, h, &mips)).unwrap();
+    let (w, h) = (16, 16);
+    for (uastc, alpha, zstd, name) in [
+        (true, false, None, "uastc-16.ktx2"),
+        (true, true, Some(3), "uastc-rgba-16-zstd.ktx2"),
+        (false, false, None, "etc1s-16.ktx2"),
+        (false, true, None, "etc1s-rgba-16.ktx2"),
+    ] {
+        let basis = encode_basis(&picture(w, h, alpha), w, h, uastc, false);
+        std::fs::write(k.join(name), basis_to_ktx2(&basis, w, h, false, zstd)).unwrap();
+    }
+}
+
+/// The images in assets/ converted to each source kind, packed with lz4
+/// and with zstd: pack time and ratio per kind (docs/results.md):
+/// `cargo test --release --test texture_sources -- --ignored --nocapture measure_source_kinds`
+#[test]
+#[ignore]
+fn measure_source_kinds() {
+    use gpustream::pack::import::{decode_image, encode_texture};
+    use std::time::Instant;
+    let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = ["png", "dds", "ktx2", "ktx2+zstd", "basis-uastc", "basis-uastc+zstd", "basis-etc1s"];
+    let mut names: Vec<_> = std::fs::read_dir(&assets)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("png" | "jpg")))
+        .collect();
+    names.sort();
+    let opts = ImageOptions {
+        format: TextureFormat::Bc7,
+        srgb: false,
+    };
+    let mut convert_s = vec![0f64; kinds.len()];
+    for (k, kind) in kinds.iter().enumerate() {
+        let out = dir.path().join(kind.replace('+', "_"));
+        std::fs::create_dir(&out).unwrap();
+        for p in &names {
+            let bytes = std::fs::read(p).unwrap();
+            let stem = p.file_stem().unwrap().to_str().unwrap();
+            let t0 = Instant::now();
+            if *kind == "png" {
+                std::fs::write(out.join(p.file_name().unwrap()), &bytes).unwrap();
+                continue;
+            }
+            let img = decode_image(p, &bytes).unwrap();
+            let (w, h) = (img.width, img.height);
+            let (file, data) = match *kind {
+                "dds" | "ktx2" | "ktx2+zstd" => {
+                    let t = encode_texture(&img, opts);
+                    match *kind {
+                        "dds" => ("dds", gpustream::pack::dds::write_dds(t.format, w, h, &t.mips).unwrap()),
+                        "ktx2" => ("ktx2", write_ktx2(t.format, w, h, &t.mips)),
+                        _ => ("ktx2", zstd_ktx2(t.format, w, h, &t.mips)),
+                    }
+                }
+                _ => {
+                    let uastc = kind.starts_with("basis-uastc");
+                    let zstd = kind.ends_with("+zstd").then_some(3);
+                    let basis = encode_basis(&img.pixels, w, h, uastc, false);
+                    ("ktx2", basis_to_ktx2(&basis, w, h, false, zstd))
+                }
+            };
+            convert_s[k] += t0.elapsed().as_secs_f64();
+            std::fs::write(out.join(format!("{stem}.{file}")), data).unwrap();
+        }
+    }
+    println!("| source kind | input bytes | conversion before packing (s) | codec | pack time (ms) | of which converting (ms) | texture bytes | stored bytes | ratio |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for (k, kind) in kinds.iter().enumerate() {
+        let src = dir.path().join(kind.replace('+', "_"));
+        let mut files: Vec<_> = std::fs::read_dir(&src).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        let input: u64 = files.iter().map(|f| f.metadata().unwrap().len()).sum();
+        for codec in [Codec::Lz4, Codec::Zstd] {
+            // Best of 3: the machine is shared.
+            let mut best = (f64::MAX, 0u64, 0u64, 0u64);
+            for _ in 0..3 {
+                let out = dir.path().join("p.gspk");
+                let t0 = Instant::now();
+                let mut wr = PackWriter::create(&out, WriterOptions { codec, ..WriterOptions::default() }).unwrap();
+                for f in &files {
+                    add_file(&mut wr, f.file_name().unwrap().to_str().unwrap(), f, opts).unwrap();
+                }
+                let s = wr.finish().unwrap();
+                let ms = t0.elapsed().as_secs_f64() * 1000.0;
+                let pack = Pack::open(&out).unwrap();
+                let conv: u64 = (0..pack.assets().len() as u32)
+                    .filter_map(|i| pack.texture_source(gpustream::pack::AssetId(i)))
+                    .map(|s| u64::from(s.transcode_us))
+                    .sum();
+                if ms < best.0 {
+                    best = (ms, conv, s.uncompressed, s.stored);
+                }
+            }
+            println!(
+                "| {kind} | {input} | {:.2} | {} | {:.0} | {:.0} | {} | {} | {:.3} |",
+                convert_s[k],
+                codec.name(),
+                best.0,
+                best.1 as f64 / 1000.0,
+                best.2,
+                best.3,
+                best.2 as f64 / best.3 as f64
+            );
+        }
+    }
+}
