@@ -11,21 +11,24 @@ use crate::codec::Codec;
 use serde::Serialize;
 use std::ops::Range;
 
-#[cfg(feature = "tools")]
-pub mod basis;
-#[cfg(feature = "tools")]
-mod basis_etc1s;
-#[cfg(feature = "tools")]
-pub mod dds;
 pub mod demo;
 mod error;
 pub mod format;
 pub mod import;
 pub mod ktx2;
 mod reader;
-mod source;
 mod texture;
 mod writer;
+
+// Texture sources (issue 14): what the pack records, and the readers of
+// DDS and Basis Universal input, which only the packer needs.
+#[cfg(feature = "tools")]
+pub mod basis;
+#[cfg(feature = "tools")]
+mod basis_etc1s;
+#[cfg(feature = "tools")]
+pub mod dds;
+mod source;
 
 pub use error::PackError;
 pub use reader::Pack;
