@@ -36,9 +36,21 @@ enum Pf {
 
 /// A DDS file written byte by byte: magic, the 124-byte header, the DX10
 /// header when `dx10` is `(dxgi format, misc flag, array size)`, then data.
-fn dds(pf: Pf, dx10: Option<(u32, u32, u32)>, w: u32, h: u32, mips: u32, caps2: u32, data: &[u8]) -> Vec<u8> {
+fn dds(
+    pf: Pf,
+    dx10: Option<(u32, u32, u32)>,
+    w: u32,
+    h: u32,
+    mips: u32,
+    caps2: u32,
+    data: &[u8],
+) -> Vec<u8> {
     let mut b = b"DDS ".to_vec();
-    let pf = if dx10.is_some() { Pf::FourCC(b"DX10") } else { pf };
+    let pf = if dx10.is_some() {
+        Pf::FourCC(b"DX10")
+    } else {
+        pf
+    };
     let linear = match pf {
         Pf::FourCC(_) => DDSD_LINEARSIZE,
         Pf::Rgba8 => 0,
@@ -137,10 +149,16 @@ fn dds_legacy_fourcc_and_dx10_headers_map_to_pack_formats() {
             (b"BC5U", TextureFormat::Bc5),
         ] {
             let data = chain(f, w, h, levels).concat();
-            v.push((dds(Pf::FourCC(code), None, w, h, levels.into(), 0, &data), f));
+            v.push((
+                dds(Pf::FourCC(code), None, w, h, levels.into(), 0, &data),
+                f,
+            ));
         }
         let data = chain(TextureFormat::Rgba8Unorm, w, h, levels).concat();
-        v.push((dds(Pf::Rgba8, None, w, h, levels.into(), 0, &data), TextureFormat::Rgba8Unorm));
+        v.push((
+            dds(Pf::Rgba8, None, w, h, levels.into(), 0, &data),
+            TextureFormat::Rgba8Unorm,
+        ));
         // DXGI_FORMAT values: BC1 71/72, BC3 77/78, BC4 80, BC5 83, BC7 98/99, RGBA8 28/29.
         for (dxgi, f) in [
             (71, TextureFormat::Bc1),
@@ -155,7 +173,10 @@ fn dds_legacy_fourcc_and_dx10_headers_map_to_pack_formats() {
             (29, TextureFormat::Rgba8UnormSrgb),
         ] {
             let data = chain(f, w, h, levels).concat();
-            v.push((dds(Pf::Rgba8, Some((dxgi, 0, 1)), w, h, levels.into(), 0, &data), f));
+            v.push((
+                dds(Pf::Rgba8, Some((dxgi, 0, 1)), w, h, levels.into(), 0, &data),
+                f,
+            ));
         }
         v
     };
@@ -173,7 +194,19 @@ fn dds_packs_with_its_chain_and_unpacks_byte_identical_as_dds_and_ktx2() {
     let f = TextureFormat::Bc7Srgb;
     let mips = chain(f, w, h, full_mip_count(w, h));
     let src = dir.path().join("wall.dds");
-    std::fs::write(&src, dds(Pf::Rgba8, Some((99, 0, 1)), w, h, mips.len() as u32, 0, &mips.concat())).unwrap();
+    std::fs::write(
+        &src,
+        dds(
+            Pf::Rgba8,
+            Some((99, 0, 1)),
+            w,
+            h,
+            mips.len() as u32,
+            0,
+            &mips.concat(),
+        ),
+    )
+    .unwrap();
     let pack_path = dir.path().join("p.gspk");
     let mut wr = writer(&pack_path, Codec::Zstd);
     add_file(&mut wr, "wall", &src, ImageOptions::default()).unwrap();
@@ -206,7 +239,9 @@ fn dds_without_mips_gets_a_chain_when_rgba8_and_an_error_when_bcn() {
         format: TextureFormat::Bc7,
         srgb: false,
     };
-    let (t, src) = load_texture(Path::new("flat.dds"), &bytes, opts).unwrap().unwrap();
+    let (t, src) = load_texture(Path::new("flat.dds"), &bytes, opts)
+        .unwrap()
+        .unwrap();
     assert_eq!(t.format, TextureFormat::Bc7);
     assert_eq!(t.mips.len(), full_mip_count(w, h) as usize);
     assert_eq!(src.kind, SourceKind::Dds);
@@ -215,7 +250,10 @@ fn dds_without_mips_gets_a_chain_when_rgba8_and_an_error_when_bcn() {
     let bytes = dds(Pf::FourCC(b"DXT1"), None, w, h, 1, 0, &bc);
     let e = load_texture(Path::new("flat-bc1.dds"), &bytes, opts).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.starts_with("flat-bc1.dds: ") && msg.contains("one mip level"), "{msg}");
+    assert!(
+        msg.starts_with("flat-bc1.dds: ") && msg.contains("one mip level"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -223,11 +261,39 @@ fn dds_arrays_cube_maps_and_formats_without_an_equivalent_are_not_supported_yet(
     let (w, h) = (16, 16);
     let one = chain(TextureFormat::Bc1, w, h, 1).concat();
     let cases = [
-        ("array", dds(Pf::Rgba8, Some((71, 0, 4)), w, h, 1, 0, &one.repeat(4)), "array"),
-        ("cube-dx10", dds(Pf::Rgba8, Some((71, 4, 1)), w, h, 1, 0, &one.repeat(6)), "cube map"),
-        ("cube-legacy", dds(Pf::FourCC(b"DXT1"), None, w, h, 1, CAPS2_CUBEMAP_ALL, &one.repeat(6)), "cube map"),
-        ("bc6h", dds(Pf::Rgba8, Some((95, 0, 1)), w, h, 1, 0, &one.repeat(2)), "BC6H"),
-        ("dxt3", dds(Pf::FourCC(b"DXT3"), None, w, h, 1, 0, &one.repeat(2)), "'DXT3'"),
+        (
+            "array",
+            dds(Pf::Rgba8, Some((71, 0, 4)), w, h, 1, 0, &one.repeat(4)),
+            "array",
+        ),
+        (
+            "cube-dx10",
+            dds(Pf::Rgba8, Some((71, 4, 1)), w, h, 1, 0, &one.repeat(6)),
+            "cube map",
+        ),
+        (
+            "cube-legacy",
+            dds(
+                Pf::FourCC(b"DXT1"),
+                None,
+                w,
+                h,
+                1,
+                CAPS2_CUBEMAP_ALL,
+                &one.repeat(6),
+            ),
+            "cube map",
+        ),
+        (
+            "bc6h",
+            dds(Pf::Rgba8, Some((95, 0, 1)), w, h, 1, 0, &one.repeat(2)),
+            "BC6H",
+        ),
+        (
+            "dxt3",
+            dds(Pf::FourCC(b"DXT3"), None, w, h, 1, 0, &one.repeat(2)),
+            "'DXT3'",
+        ),
     ];
     for (name, bytes, what) in cases {
         let path = format!("{name}.dds");
@@ -235,7 +301,10 @@ fn dds_arrays_cube_maps_and_formats_without_an_equivalent_are_not_supported_yet(
             Err(e @ PackError::UnsupportedInput { .. }) => {
                 let msg = e.to_string();
                 assert!(msg.starts_with(&format!("{path}: DDS: ")), "{msg}");
-                assert!(msg.contains(what) && msg.ends_with("not supported yet"), "{msg}");
+                assert!(
+                    msg.contains(what) && msg.ends_with("not supported yet"),
+                    "{msg}"
+                );
             }
             other => panic!("{name}: expected UnsupportedInput, got {other:?}"),
         }
@@ -247,7 +316,15 @@ fn bad_dds_files_get_typed_errors_naming_file_and_place() {
     let (w, h) = (16, 8);
     let f = TextureFormat::Bc7;
     let mips = chain(f, w, h, full_mip_count(w, h));
-    let good = dds(Pf::Rgba8, Some((98, 0, 1)), w, h, mips.len() as u32, 0, &mips.concat());
+    let good = dds(
+        Pf::Rgba8,
+        Some((98, 0, 1)),
+        w,
+        h,
+        mips.len() as u32,
+        0,
+        &mips.concat(),
+    );
     assert!(read_dds(Path::new("ok.dds"), &good).is_ok());
 
     // Every truncation: a typed error, never a panic.
@@ -255,21 +332,33 @@ fn bad_dds_files_get_typed_errors_naming_file_and_place() {
         let e = read_dds(Path::new("cut.dds"), &good[..len]).unwrap_err();
         assert!(e.to_string().starts_with("cut.dds: "), "{len}: {e}");
         if len >= 148 {
-            assert!(matches!(e, PackError::TruncatedInput { format: "DDS", .. }), "{len}: {e:?}");
+            assert!(
+                matches!(e, PackError::TruncatedInput { format: "DDS", .. }),
+                "{len}: {e:?}"
+            );
         }
     }
     // An unknown DXGI format value.
     let mut unknown = good.clone();
     unknown[128..132].copy_from_slice(&5000u32.to_le_bytes());
     match read_dds(Path::new("u.dds"), &unknown).unwrap_err() {
-        PackError::UnknownDxgiFormat { value: 5000, offset: 128, .. } => {}
+        PackError::UnknownDxgiFormat {
+            value: 5000,
+            offset: 128,
+            ..
+        } => {}
         other => panic!("expected UnknownDxgiFormat, got {other:?}"),
     }
     // Level 0's size in the header disagrees with the format and extent.
     let mut wrong = good.clone();
     wrong[20..24].copy_from_slice(&999u32.to_le_bytes());
     match read_dds(Path::new("l.dds"), &wrong).unwrap_err() {
-        PackError::LevelSize { level: 0, found: 999, expected: 128, .. } => {}
+        PackError::LevelSize {
+            level: 0,
+            found: 999,
+            expected: 128,
+            ..
+        } => {}
         other => panic!("expected LevelSize, got {other:?}"),
     }
     // More data than the header's levels: the chain disagrees with the data.
@@ -282,7 +371,10 @@ fn bad_dds_files_get_typed_errors_naming_file_and_place() {
     // More mips than the extent has.
     let mut deep = good;
     deep[28..32].copy_from_slice(&9u32.to_le_bytes());
-    assert!(read_dds(Path::new("d.dds"), &deep).unwrap_err().to_string().contains("mip levels"));
+    assert!(read_dds(Path::new("d.dds"), &deep)
+        .unwrap_err()
+        .to_string()
+        .contains("mip levels"));
 }
 
 /// A KTX2 file re-written with every level zstd-supercompressed (scheme 2),
@@ -294,7 +386,10 @@ fn zstd_ktx2(f: TextureFormat, w: u32, h: u32, mips: &[Vec<u8>]) -> Vec<u8> {
     let le64 = |b: &[u8], o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
     // Header, index, DFD and key/value data stay where they are; the
     // levels follow them compressed.
-    let first_level = (0..n).map(|m| le64(&plain, 80 + 24 * m) as usize).min().unwrap();
+    let first_level = (0..n)
+        .map(|m| le64(&plain, 80 + 24 * m) as usize)
+        .min()
+        .unwrap();
     let mut out = plain[..first_level].to_vec();
     out[44..48].copy_from_slice(&2u32.to_le_bytes());
     for m in (0..n).rev() {
@@ -337,7 +432,11 @@ fn supercompressed_levels_that_expand_or_are_cut_get_typed_errors() {
     big[88..96].copy_from_slice(&(z.len() as u64).to_le_bytes());
     big.extend_from_slice(&z);
     match read_ktx2(Path::new("big.ktx2"), &big).unwrap_err() {
-        e @ PackError::LevelExpands { level: 0, declared: 2048, .. } => {
+        e @ PackError::LevelExpands {
+            level: 0,
+            declared: 2048,
+            ..
+        } => {
             assert!(e.to_string().starts_with("big.ktx2: KTX2 level 0"), "{e}");
         }
         other => panic!("expected LevelExpands, got {other:?}"),
@@ -349,14 +448,22 @@ fn supercompressed_levels_that_expand_or_are_cut_get_typed_errors() {
     small.extend_from_slice(&z);
     assert!(matches!(
         read_ktx2(Path::new("s.ktx2"), &small).unwrap_err(),
-        PackError::LevelSize { found: 100, expected: 2048, .. }
+        PackError::LevelSize {
+            found: 100,
+            expected: 2048,
+            ..
+        }
     ));
     // The declared uncompressed length disagrees with the format.
     let mut wrong = good.clone();
     wrong[96..104].copy_from_slice(&4096u64.to_le_bytes());
     assert!(matches!(
         read_ktx2(Path::new("w.ktx2"), &wrong).unwrap_err(),
-        PackError::LevelSize { found: 4096, expected: 2048, .. }
+        PackError::LevelSize {
+            found: 4096,
+            expected: 2048,
+            ..
+        }
     ));
     // Every truncation is refused by name.
     for len in 0..good.len() {
@@ -370,8 +477,17 @@ fn picture(w: u32, h: u32, alpha: bool) -> Vec<u8> {
     let mut p = Vec::with_capacity((w * h * 4) as usize);
     for y in 0..h {
         for x in 0..w {
-            let a = if alpha { ((x + y) * 255 / (w + h)) as u8 } else { 255 };
-            p.extend_from_slice(&[(x * 255 / w) as u8, (y * 255 / h) as u8, ((x * y) % 251) as u8, a]);
+            let a = if alpha {
+                ((x + y) * 255 / (w + h)) as u8
+            } else {
+                255
+            };
+            p.extend_from_slice(&[
+                (x * 255 / w) as u8,
+                (y * 255 / h) as u8,
+                ((x * y) % 251) as u8,
+                a,
+            ]);
         }
     }
     p
@@ -404,12 +520,18 @@ fn basis_uastc_ktx2_plain_and_zstd_transcodes_to_bc7() {
         let basis = encode_basis(&picture(w, h, alpha), w, h, true, true);
         let want = reference(&basis, T::BC7_RGBA);
         assert_eq!(want.len(), full_mip_count(w, h) as usize);
-        for (zstd, kind) in [(None, SourceKind::BasisUastc), (Some(5), SourceKind::BasisUastcZstd)] {
+        for (zstd, kind) in [
+            (None, SourceKind::BasisUastc),
+            (Some(5), SourceKind::BasisUastcZstd),
+        ] {
             let ktx = basis_to_ktx2(&basis, w, h, true, zstd);
             let (t, src) = load_texture(Path::new("u.ktx2"), &ktx, ImageOptions::default())
                 .unwrap()
                 .unwrap();
-            assert_eq!((t.format, t.width, t.height), (TextureFormat::Bc7Srgb, w, h));
+            assert_eq!(
+                (t.format, t.width, t.height),
+                (TextureFormat::Bc7Srgb, w, h)
+            );
             assert_eq!(src.kind, kind);
             assert_eq!(t.mips, want, "alpha {alpha}, zstd {zstd:?}");
         }
@@ -433,7 +555,9 @@ fn basis_etc1s_ktx2_transcodes_to_bc7_or_to_bc1_when_asked_and_opaque() {
         assert_eq!(src.kind, SourceKind::BasisEtc1s);
         assert_eq!(t.format, TextureFormat::Bc7Srgb);
         assert_eq!(t.mips, reference(&basis, T::BC7_RGBA), "alpha {alpha}");
-        let (t, _) = load_texture(Path::new("e.ktx2"), &ktx, bc1).unwrap().unwrap();
+        let (t, _) = load_texture(Path::new("e.ktx2"), &ktx, bc1)
+            .unwrap()
+            .unwrap();
         if alpha {
             assert_eq!(t.format, TextureFormat::Bc7Srgb, "alpha keeps BC7");
         } else {
@@ -477,13 +601,33 @@ fn info_shows_each_textures_source_and_old_packs_still_open() {
     img.save(inputs.join("a.png")).unwrap();
     let f = TextureFormat::Bc1;
     let mips = chain(f, w, h, full_mip_count(w, h));
-    std::fs::write(inputs.join("b.dds"), dds(Pf::FourCC(b"DXT1"), None, w, h, mips.len() as u32, 0, &mips.concat())).unwrap();
+    std::fs::write(
+        inputs.join("b.dds"),
+        dds(
+            Pf::FourCC(b"DXT1"),
+            None,
+            w,
+            h,
+            mips.len() as u32,
+            0,
+            &mips.concat(),
+        ),
+    )
+    .unwrap();
     std::fs::write(inputs.join("c.ktx2"), write_ktx2(f, w, h, &mips)).unwrap();
     std::fs::write(inputs.join("d.ktx2"), zstd_ktx2(f, w, h, &mips)).unwrap();
     let basis = encode_basis(&picture(w, h, false), w, h, true, false);
-    std::fs::write(inputs.join("e.ktx2"), basis_to_ktx2(&basis, w, h, false, None)).unwrap();
+    std::fs::write(
+        inputs.join("e.ktx2"),
+        basis_to_ktx2(&basis, w, h, false, None),
+    )
+    .unwrap();
     let basis = encode_basis(&picture(w, h, false), w, h, false, false);
-    std::fs::write(inputs.join("f.ktx2"), basis_to_ktx2(&basis, w, h, false, None)).unwrap();
+    std::fs::write(
+        inputs.join("f.ktx2"),
+        basis_to_ktx2(&basis, w, h, false, None),
+    )
+    .unwrap();
     std::fs::write(inputs.join("g.bin"), b"blob").unwrap();
     let pack = dir.path().join("p.gspk");
     let p = pack.to_str().unwrap();
@@ -495,7 +639,12 @@ fn info_shows_each_textures_source_and_old_packs_still_open() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|a| (a["name"].as_str().unwrap().to_owned(), a["source"].as_str().map(str::to_owned)))
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap().to_owned(),
+                a["source"].as_str().map(str::to_owned),
+            )
+        })
         .collect();
     let want = [
         ("a.png", Some("png")),
@@ -506,12 +655,20 @@ fn info_shows_each_textures_source_and_old_packs_still_open() {
         ("f.ktx2", Some("basis-etc1s")),
         ("g.bin", None),
     ];
-    let want: Vec<(String, Option<String>)> =
-        want.iter().map(|(n, s)| (n.to_string(), s.map(str::to_owned))).collect();
+    let want: Vec<(String, Option<String>)> = want
+        .iter()
+        .map(|(n, s)| (n.to_string(), s.map(str::to_owned)))
+        .collect();
     assert_eq!(sources, want);
-    assert!(json["assets"][0]["transcode_ms"].as_f64().unwrap() > 0.0, "PNG encoding takes time");
+    assert!(
+        json["assets"][0]["transcode_ms"].as_f64().unwrap() > 0.0,
+        "PNG encoding takes time"
+    );
     let text = String::from_utf8(gpustream(&["info", p]).stdout).unwrap();
-    assert!(text.contains("from basis-etc1s, ") && text.contains("textures by source"), "{text}");
+    assert!(
+        text.contains("from basis-etc1s, ") && text.contains("textures by source"),
+        "{text}"
+    );
 
     // A pack written without sources (as every pack before them) opens,
     // and says nothing about where its textures came from.
@@ -521,7 +678,9 @@ fn info_shows_each_textures_source_and_old_packs_still_open() {
     wr.finish().unwrap();
     let pack = Pack::open(&old).unwrap();
     assert_eq!(pack.texture_source(id), None);
-    let json: serde_json::Value = serde_json::from_slice(&gpustream(&["info", old.to_str().unwrap(), "--json"]).stdout).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&gpustream(&["info", old.to_str().unwrap(), "--json"]).stdout)
+            .unwrap();
     assert!(json["assets"][0].get("source").is_none());
 }
 
@@ -548,7 +707,6 @@ fn a_pack_with_an_unknown_source_kind_or_a_blob_with_one_is_corrupt() {
     }
 }
 
-
 /// Writes the fuzz seeds for `dds_reader` and the zstd and Basis seeds of
 /// `ktx2_reader` (small files, all made here):
 /// `cargo test --release --test texture_sources -- --ignored write_fuzz_seeds`
@@ -562,20 +720,93 @@ fn write_fuzz_seeds() {
     let levels = full_mip_count(w, h);
     let f = |f: TextureFormat| chain(f, w, h, levels).concat();
     let files = [
-        ("dxt1-16x8.dds", dds(Pf::FourCC(b"DXT1"), None, w, h, levels.into(), 0, &f(TextureFormat::Bc1))),
-        ("dxt5-16x8.dds", dds(Pf::FourCC(b"DXT5"), None, w, h, levels.into(), 0, &f(TextureFormat::Bc3))),
-        ("ati2-16x8.dds", dds(Pf::FourCC(b"ATI2"), None, w, h, levels.into(), 0, &f(TextureFormat::Bc5))),
-        ("rgba8-16x8.dds", dds(Pf::Rgba8, None, w, h, levels.into(), 0, &f(TextureFormat::Rgba8Unorm))),
-        ("dx10-bc7srgb-16x8.dds", dds(Pf::Rgba8, Some((99, 0, 1)), w, h, levels.into(), 0, &f(TextureFormat::Bc7Srgb))),
-        ("dx10-bc4-16x8-1mip.dds", dds(Pf::Rgba8, Some((80, 0, 1)), w, h, 1, 0, &chain(TextureFormat::Bc4, w, h, 1).concat())),
-        ("dx10-array2.dds", dds(Pf::Rgba8, Some((71, 0, 2)), 4, 4, 1, 0, &[0; 16])),
+        (
+            "dxt1-16x8.dds",
+            dds(
+                Pf::FourCC(b"DXT1"),
+                None,
+                w,
+                h,
+                levels.into(),
+                0,
+                &f(TextureFormat::Bc1),
+            ),
+        ),
+        (
+            "dxt5-16x8.dds",
+            dds(
+                Pf::FourCC(b"DXT5"),
+                None,
+                w,
+                h,
+                levels.into(),
+                0,
+                &f(TextureFormat::Bc3),
+            ),
+        ),
+        (
+            "ati2-16x8.dds",
+            dds(
+                Pf::FourCC(b"ATI2"),
+                None,
+                w,
+                h,
+                levels.into(),
+                0,
+                &f(TextureFormat::Bc5),
+            ),
+        ),
+        (
+            "rgba8-16x8.dds",
+            dds(
+                Pf::Rgba8,
+                None,
+                w,
+                h,
+                levels.into(),
+                0,
+                &f(TextureFormat::Rgba8Unorm),
+            ),
+        ),
+        (
+            "dx10-bc7srgb-16x8.dds",
+            dds(
+                Pf::Rgba8,
+                Some((99, 0, 1)),
+                w,
+                h,
+                levels.into(),
+                0,
+                &f(TextureFormat::Bc7Srgb),
+            ),
+        ),
+        (
+            "dx10-bc4-16x8-1mip.dds",
+            dds(
+                Pf::Rgba8,
+                Some((80, 0, 1)),
+                w,
+                h,
+                1,
+                0,
+                &chain(TextureFormat::Bc4, w, h, 1).concat(),
+            ),
+        ),
+        (
+            "dx10-array2.dds",
+            dds(Pf::Rgba8, Some((71, 0, 2)), 4, 4, 1, 0, &[0; 16]),
+        ),
     ];
     for (name, bytes) in files {
         std::fs::write(d.join(name), bytes).unwrap();
     }
     let k = seeds.join("ktx2_reader");
     let mips = chain(TextureFormat::Bc1, w, h, levels);
-    std::fs::write(k.join("bc1-16x8-zstd.ktx2"), zstd_ktx2(TextureFormat::Bc1, w, h, &mips)).unwrap();
+    std::fs::write(
+        k.join("bc1-16x8-zstd.ktx2"),
+        zstd_ktx2(TextureFormat::Bc1, w, h, &mips),
+    )
+    .unwrap();
     let (w, h) = (16, 16);
     for (uastc, alpha, zstd, name) in [
         (true, false, None, "uastc-16.ktx2"),
@@ -598,7 +829,15 @@ fn measure_source_kinds() {
     use std::time::Instant;
     let assets = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets");
     let dir = tempfile::tempdir().unwrap();
-    let kinds = ["png", "dds", "ktx2", "ktx2+zstd", "basis-uastc", "basis-uastc+zstd", "basis-etc1s"];
+    let kinds = [
+        "png",
+        "dds",
+        "ktx2",
+        "ktx2+zstd",
+        "basis-uastc",
+        "basis-uastc+zstd",
+        "basis-etc1s",
+    ];
     let mut names: Vec<_> = std::fs::read_dir(&assets)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -627,7 +866,10 @@ fn measure_source_kinds() {
                 "dds" | "ktx2" | "ktx2+zstd" => {
                     let t = encode_texture(&img, opts);
                     match *kind {
-                        "dds" => ("dds", gpustream::pack::dds::write_dds(t.format, w, h, &t.mips).unwrap()),
+                        "dds" => (
+                            "dds",
+                            gpustream::pack::dds::write_dds(t.format, w, h, &t.mips).unwrap(),
+                        ),
                         "ktx2" => ("ktx2", write_ktx2(t.format, w, h, &t.mips)),
                         _ => ("ktx2", zstd_ktx2(t.format, w, h, &t.mips)),
                     }
@@ -647,7 +889,10 @@ fn measure_source_kinds() {
     println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for (k, kind) in kinds.iter().enumerate() {
         let src = dir.path().join(kind.replace('+', "_"));
-        let mut files: Vec<_> = std::fs::read_dir(&src).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut files: Vec<_> = std::fs::read_dir(&src)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         files.sort();
         let input: u64 = files.iter().map(|f| f.metadata().unwrap().len()).sum();
         for codec in [Codec::Lz4, Codec::Zstd] {
@@ -656,7 +901,14 @@ fn measure_source_kinds() {
             for _ in 0..3 {
                 let out = dir.path().join("p.gspk");
                 let t0 = Instant::now();
-                let mut wr = PackWriter::create(&out, WriterOptions { codec, ..WriterOptions::default() }).unwrap();
+                let mut wr = PackWriter::create(
+                    &out,
+                    WriterOptions {
+                        codec,
+                        ..WriterOptions::default()
+                    },
+                )
+                .unwrap();
                 for f in &files {
                     add_file(&mut wr, f.file_name().unwrap().to_str().unwrap(), f, opts).unwrap();
                 }

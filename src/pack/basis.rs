@@ -80,7 +80,9 @@ fn read_dfd(path: &Path, bytes: &[u8], layout: &Ktx2Layout) -> Result<BasisDfd, 
                 path,
                 "DFD block 0",
                 at + 12,
-                format!("colour model {other} with vkFormat 0: neither ETC1S (163) nor UASTC (166)"),
+                format!(
+                    "colour model {other} with vkFormat 0: neither ETC1S (163) nor UASTC (166)"
+                ),
             ))
         }
     };
@@ -134,7 +136,11 @@ pub(crate) fn transcode_ktx2(
                 SCHEME_ZSTD => SourceKind::BasisUastcZstd,
                 s => return Err(scheme_error(path, s, "UASTC takes none or zstd")),
             };
-            (TextureFormat::Bc7, uastc_levels(path, bytes, layout, dfd.has_alpha)?, kind)
+            (
+                TextureFormat::Bc7,
+                uastc_levels(path, bytes, layout, dfd.has_alpha)?,
+                kind,
+            )
         }
         _ => {
             if layout.scheme != SCHEME_BASISLZ {
@@ -146,7 +152,11 @@ pub(crate) fn transcode_ktx2(
                 TextureFormat::Bc7
             };
             let basis = etc1s_to_basis_file(path, bytes, layout, dfd.has_alpha, dfd.srgb)?;
-            (format, etc1s_levels(path, &basis, layout, format)?, SourceKind::BasisEtc1s)
+            (
+                format,
+                etc1s_levels(path, &basis, layout, format)?,
+                SourceKind::BasisEtc1s,
+            )
         }
     };
     Ok(BasisTexture {
@@ -168,7 +178,12 @@ fn scheme_error(path: &Path, scheme: u32, rule: &str) -> PackError {
 }
 
 fn level_error(path: &Path, m: usize, at: usize, what: &str) -> PackError {
-    malformed(path, &format!("level {m}"), at, format!("Basis transcoder: {what}"))
+    malformed(
+        path,
+        &format!("level {m}"),
+        at,
+        format!("Basis transcoder: {what}"),
+    )
 }
 
 fn uastc_levels(
@@ -213,7 +228,12 @@ fn uastc_levels(
             original_height: h,
         };
         let out = transcoder
-            .transcode_slice(data, params, DecodeFlags::HIGH_QUALITY, TranscoderBlockFormat::BC7)
+            .transcode_slice(
+                data,
+                params,
+                DecodeFlags::HIGH_QUALITY,
+                TranscoderBlockFormat::BC7,
+            )
             .map_err(|e| level_error(path, m, level.bytes.start, &format!("{e:?}")))?;
         mips.push(exact(path, m, level.bytes.start, out, want)?);
     }
@@ -248,7 +268,13 @@ fn etc1s_levels(
         let out = transcoder
             .transcode_image_level(basis, target, params)
             .map_err(|e| level_error(path, m, level.bytes.start, &format!("{e:?}")))?;
-        mips.push(exact(path, m, level.bytes.start, out, format.data_size(w, h))?);
+        mips.push(exact(
+            path,
+            m,
+            level.bytes.start,
+            out,
+            format.data_size(w, h),
+        )?);
     }
     transcoder.end_transcoding();
     Ok(mips)

@@ -61,15 +61,17 @@ pub(crate) fn etc1s_to_basis_file(
 ) -> Result<Vec<u8>, PackError> {
     let sgd = &bytes[layout.sgd.clone()];
     let at = layout.sgd.start;
-    let bad = |offset: usize, reason: String| {
-        malformed(path, "BasisLZ global data", at + offset, reason)
-    };
+    let bad =
+        |offset: usize, reason: String| malformed(path, "BasisLZ global data", at + offset, reason);
     let images = layout.levels.len();
     let descs_end = SGD_HEADER_LEN + images * SGD_IMAGE_DESC_LEN;
     if sgd.len() < descs_end {
         return Err(bad(
             0,
-            format!("{} bytes, {images} levels need at least {descs_end}", sgd.len()),
+            format!(
+                "{} bytes, {images} levels need at least {descs_end}",
+                sgd.len()
+            ),
         ));
     }
     let endpoints = u16::from_le_bytes([sgd[0], sgd[1]]);
@@ -88,7 +90,11 @@ pub(crate) fn etc1s_to_basis_file(
     // The .basis header stores the codebook lengths in 3 bytes and every
     // offset in 4: refuse what would not fit rather than wrap.
     if lens[0] >= 1 << 24 || lens[1] >= 1 << 24 || bytes.len() as u64 >= u64::from(u32::MAX) / 2 {
-        return Err(bad(4, "codebooks of 16 MiB or more, or a file of 2 GiB or more, do not fit a .basis file".into()));
+        return Err(bad(
+            4,
+            "codebooks of 16 MiB or more, or a file of 2 GiB or more, do not fit a .basis file"
+                .into(),
+        ));
     }
     let mut from = descs_end;
     let mut section = |len: u32| {
@@ -104,7 +110,10 @@ pub(crate) fn etc1s_to_basis_file(
         let level_bytes = &bytes[level.bytes.clone()];
         let (w, h) = super::mip_extent(layout.width, layout.height, m as u8);
         let mut slice = |off_at: usize, alpha: bool| -> Result<(), PackError> {
-            let (off, len) = (le32(sgd, d + off_at) as usize, le32(sgd, d + off_at + 4) as usize);
+            let (off, len) = (
+                le32(sgd, d + off_at) as usize,
+                le32(sgd, d + off_at + 4) as usize,
+            );
             let data = off
                 .checked_add(len)
                 .and_then(|e| level_bytes.get(off..e))
@@ -133,7 +142,9 @@ pub(crate) fn etc1s_to_basis_file(
             slice(12, true)?;
         }
     }
-    Ok(write_basis(endpoints, ep, selectors, sel, tables, &slices, has_alpha, srgb))
+    Ok(write_basis(
+        endpoints, ep, selectors, sel, tables, &slices, has_alpha, srgb,
+    ))
 }
 
 /// Lays out a `.basis` file: header, slice descriptors, codebooks,

@@ -130,7 +130,11 @@ pub fn read_dds(path: &Path, bytes: &[u8]) -> Result<DdsTexture, PackError> {
     }
     let is_dx10 = bytes[FOURCC_AT as usize..][..4] == *b"DX10";
     if is_dx10 && bytes.len() < DX10_DATA_AT {
-        return Err(truncated("DX10 header", LEGACY_DATA_AT, DX10_DATA_AT - LEGACY_DATA_AT));
+        return Err(truncated(
+            "DX10 header",
+            LEGACY_DATA_AT,
+            DX10_DATA_AT - LEGACY_DATA_AT,
+        ));
     }
     let dds = Dds::read(bytes).map_err(|e| match e {
         ddsfile::Error::InvalidField(ref f) if f == "dxgi_format" => PackError::UnknownDxgiFormat {
@@ -141,19 +145,27 @@ pub fn read_dds(path: &Path, bytes: &[u8]) -> Result<DdsTexture, PackError> {
         other => bad("header", 0, other.to_string()),
     })?;
     let h = &dds.header;
-    let data_at = if is_dx10 { DX10_DATA_AT } else { LEGACY_DATA_AT };
+    let data_at = if is_dx10 {
+        DX10_DATA_AT
+    } else {
+        LEGACY_DATA_AT
+    };
 
     // Shape: one 2D texture only, said loudly rather than flattened.
     if h.caps2.contains(Caps2::CUBEMAP) {
         return Err(unsupported("a cube map (caps2 at offset 112)".into()));
     }
     if h.caps2.contains(Caps2::VOLUME) || h.depth.is_some_and(|d| d > 1) {
-        return Err(unsupported("a volume texture (caps2 / depth at offset 24)".into()));
+        return Err(unsupported(
+            "a volume texture (caps2 / depth at offset 24)".into(),
+        ));
     }
     let format = match &dds.header10 {
         Some(h10) => {
             if h10.misc_flag.contains(MiscFlag::TEXTURECUBE) {
-                return Err(unsupported("a cube map (DX10 miscFlag at offset 136)".into()));
+                return Err(unsupported(
+                    "a cube map (DX10 miscFlag at offset 136)".into(),
+                ));
             }
             if h10.array_size > 1 {
                 return Err(unsupported(format!(
@@ -264,7 +276,15 @@ fn legacy_format(
         spf.b_bit_mask,
         spf.a_bit_mask,
     );
-    if masks == (Some(32), Some(0xff), Some(0xff00), Some(0xff_0000), Some(0xff00_0000)) {
+    if masks
+        == (
+            Some(32),
+            Some(0xff),
+            Some(0xff00),
+            Some(0xff_0000),
+            Some(0xff00_0000),
+        )
+    {
         return Ok(TextureFormat::Rgba8Unorm);
     }
     Err(unsupported(format!(
@@ -300,7 +320,10 @@ pub fn write_dds(
         alpha_mode: ddsfile::AlphaMode::Unknown,
     })
     .map_err(|e| err(format!("cannot build a DDS header: {e}")))?;
-    dds.data = mips.iter().flat_map(|m| m.as_ref().iter().copied()).collect();
+    dds.data = mips
+        .iter()
+        .flat_map(|m| m.as_ref().iter().copied())
+        .collect();
     let mut out = Vec::with_capacity(DX10_DATA_AT + dds.data.len());
     dds.write(&mut out)
         .map_err(|e| err(format!("cannot write DDS: {e}")))?;
@@ -325,7 +348,11 @@ mod tests {
                 .collect();
             let bytes = write_dds(f, w, h, &mips).unwrap();
             let back = read_dds(Path::new("t.dds"), &bytes).unwrap();
-            assert_eq!((back.format, back.width, back.height), (f, w, h), "{f} {w}x{h}");
+            assert_eq!(
+                (back.format, back.width, back.height),
+                (f, w, h),
+                "{f} {w}x{h}"
+            );
             assert_eq!(back.mips, mips, "{f} {w}x{h}");
         }
     }

@@ -2,12 +2,12 @@
 //! contents completely, so every later lookup is plain indexing.
 
 use super::format::{self, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
+use super::source::{SourceKind, TextureSource};
 use super::texture::{full_mip_count, TextureLayout};
 use super::{
     Asset, AssetId, AssetKind, Block, BlockId, PackError, PackedMips, TextureFormat, TextureInfo,
     TileRegion, MAX_TEXTURE_DIM, TILE_BYTES,
 };
-use super::source::{SourceKind, TextureSource};
 use crate::codec::{Codec, MAX_BLOCK_SIZE};
 use std::collections::HashMap;
 use std::fs::File;
@@ -373,17 +373,30 @@ impl Pack {
             let count = format::get_u32(e, 32);
             // Source kind and transcode time: 0 in packs that predate them
             // and in blobs; an id this reader does not know is corrupt.
-            let (source_id, transcode_us) = (e[format::asset::SOURCE_KIND], format::get_u32(e, format::asset::TRANSCODE_US));
+            let (source_id, transcode_us) = (
+                e[format::asset::SOURCE_KIND],
+                format::get_u32(e, format::asset::TRANSCODE_US),
+            );
             let source = match (kind_id, source_id) {
                 (_, 0) => None,
                 (format::KIND_TEXTURE, id) => Some(TextureSource {
                     kind: SourceKind::from_id(id).ok_or_else(|| {
-                        corrupt(p, &what, entry_at + format::asset::SOURCE_KIND as u64, format!("unknown source kind {id}"))
+                        corrupt(
+                            p,
+                            &what,
+                            entry_at + format::asset::SOURCE_KIND as u64,
+                            format!("unknown source kind {id}"),
+                        )
                     })?,
                     transcode_us,
                 }),
                 (_, _) => {
-                    return Err(corrupt(p, what, entry_at + format::asset::SOURCE_KIND as u64, "a blob has a source kind"));
+                    return Err(corrupt(
+                        p,
+                        what,
+                        entry_at + format::asset::SOURCE_KIND as u64,
+                        "a blob has a source kind",
+                    ));
                 }
             };
             if source.is_none() && transcode_us != 0 {

@@ -45,7 +45,10 @@ impl SourceKind {
 
     /// The id byte stored in the asset entry (never 0).
     pub fn id(self) -> u8 {
-        Self::ALL.iter().position(|k| *k == self).map_or(0, |i| i as u8 + 1)
+        Self::ALL
+            .iter()
+            .position(|k| *k == self)
+            .map_or(0, |i| i as u8 + 1)
     }
 
     /// The kind for an asset-entry id byte; `None` for 0 (not recorded)

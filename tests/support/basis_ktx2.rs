@@ -20,7 +20,11 @@ pub fn encode_basis(rgba: &[u8], w: u32, h: u32, uastc: bool, srgb: bool) -> Vec
     });
     params.set_uastc_quality_level(UASTC_QUALITY_MIN);
     params.set_etc1s_quality_level(64);
-    let space = if srgb { ColorSpace::Srgb } else { ColorSpace::Linear };
+    let space = if srgb {
+        ColorSpace::Srgb
+    } else {
+        ColorSpace::Linear
+    };
     params.set_color_space(space);
     params.set_mip_color_space(space);
     params.set_generate_mipmaps(true);
@@ -140,7 +144,12 @@ pub fn basis_to_ktx2(basis: &[u8], w: u32, h: u32, srgb: bool, zstd_level: Optio
     dfd.extend_from_slice(&0u32.to_le_bytes());
     dfd.extend_from_slice(&2u16.to_le_bytes());
     dfd.extend_from_slice(&(block as u16).to_le_bytes());
-    dfd.extend_from_slice(&[if uastc { 166 } else { 163 }, 1, if srgb { 2 } else { 1 }, 0]);
+    dfd.extend_from_slice(&[
+        if uastc { 166 } else { 163 },
+        1,
+        if srgb { 2 } else { 1 },
+        0,
+    ]);
     dfd.extend_from_slice(&[3, 3, 0, 0]);
     dfd.extend_from_slice(&[if uastc { 16 } else { 0 }, 0, 0, 0, 0, 0, 0, 0]);
     for (off, len, ch) in samples {
@@ -161,7 +170,9 @@ pub fn basis_to_ktx2(basis: &[u8], w: u32, h: u32, srgb: bool, zstd_level: Optio
         at += level_data[m].len();
     }
     let mut out = Vec::with_capacity(at);
-    out.extend_from_slice(&[0xAB, 0x4B, 0x54, 0x58, 0x20, 0x32, 0x30, 0xBB, 0x0D, 0x0A, 0x1A, 0x0A]);
+    out.extend_from_slice(&[
+        0xAB, 0x4B, 0x54, 0x58, 0x20, 0x32, 0x30, 0xBB, 0x0D, 0x0A, 0x1A, 0x0A,
+    ]);
     for v in [0u32, 1, w, h, 0, 0, 1, levels as u32, scheme] {
         out.extend_from_slice(&v.to_le_bytes());
     }
@@ -172,7 +183,11 @@ pub fn basis_to_ktx2(basis: &[u8], w: u32, h: u32, srgb: bool, zstd_level: Optio
     out.extend_from_slice(&sgd_offset.to_le_bytes());
     out.extend_from_slice(&(sgd.len() as u64).to_le_bytes());
     for m in 0..levels {
-        for v in [offsets[m] as u64, level_data[m].len() as u64, uncompressed[m]] {
+        for v in [
+            offsets[m] as u64,
+            level_data[m].len() as u64,
+            uncompressed[m],
+        ] {
             out.extend_from_slice(&v.to_le_bytes());
         }
     }
