@@ -122,11 +122,11 @@ pub fn read_dds(path: &Path, bytes: &[u8]) -> Result<DdsTexture, PackError> {
         offset,
         reason,
     };
+    if !bytes.starts_with(b"DDS ") && !b"DDS ".starts_with(bytes) {
+        return Err(bad("header", 0, "not a DDS file (bad magic)".into()));
+    }
     if bytes.len() < LEGACY_DATA_AT {
         return Err(truncated("header", 0, LEGACY_DATA_AT));
-    }
-    if &bytes[..4] != b"DDS " {
-        return Err(bad("header", 0, "not a DDS file (bad magic)".into()));
     }
     let is_dx10 = bytes[FOURCC_AT as usize..][..4] == *b"DX10";
     if is_dx10 && bytes.len() < DX10_DATA_AT {

@@ -124,20 +124,23 @@ pub(super) fn parse_header(path: &Path, bytes: &[u8]) -> Result<Ktx2Layout, Pack
     let file_len = bytes.len() as u64;
     // A region [offset, offset + len) must lie inside the file.
     let in_file = |offset: u64, len: u64| offset.checked_add(len).is_some_and(|e| e <= file_len);
-    let truncated = |what: &str, offset: usize, needed: usize| PackError::TruncatedInput {
+    let truncated = |what: &str, offset: u64, needed: u64| PackError::TruncatedInput {
         path: path.to_path_buf(),
         format: "KTX2",
         what: what.to_string(),
-        offset: offset as u64,
-        needed: needed as u64,
+        offset,
+        needed,
         file_len,
     };
 
+    if bytes.len() < 12 && super::IDENTIFIER.starts_with(bytes) {
+        return Err(truncated("identifier", 0, 12));
+    }
     if bytes.len() < 12 || bytes[..12] != super::IDENTIFIER {
         return Err(bad("header", 0, "not a KTX2 file (bad identifier)".into()));
     }
     if bytes.len() < field::HEADER_LEN {
-        return Err(truncated("header", 0, field::HEADER_LEN));
+        return Err(truncated("header", 0, field::HEADER_LEN as u64));
     }
     let vk_format = le32(bytes, field::VK_FORMAT);
     let scheme = le32(bytes, field::SUPERCOMPRESSION);
@@ -192,25 +195,21 @@ pub(super) fn parse_header(path: &Path, bytes: &[u8]) -> Result<Ktx2Layout, Pack
     if bytes.len() < index_end {
         return Err(truncated(
             "level index",
-            field::HEADER_LEN,
-            index_end - field::HEADER_LEN,
+            field::HEADER_LEN as u64,
+            (index_end - field::HEADER_LEN) as u64,
         ));
     }
     let dfd_offset = le32(bytes, field::DFD_OFFSET) as usize;
     let dfd_len = le32(bytes, field::DFD_LENGTH) as usize;
-    if dfd_len < 4
-        || dfd_offset
-            .checked_add(dfd_len)
-            .is_none_or(|e| e > bytes.len())
-    {
+    if dfd_len < 4 {
         return Err(bad(
             "DFD",
-            field::DFD_OFFSET,
-            format!(
-                "{dfd_len} bytes at offset {dfd_offset} do not fit the {}-byte file (at least 4 needed)",
-                bytes.len()
-            ),
+            field::DFD_LENGTH,
+            format!("dfdByteLength {dfd_len}, at least 4 needed"),
         ));
+    }
+    if !in_file(dfd_offset as u64, dfd_len as u64) {
+        return Err(truncated("DFD", dfd_offset as u64, dfd_len as u64));
     }
     let mut sgd = 0..0;
     for (what, off_at, len_at) in [
@@ -227,13 +226,7 @@ pub(super) fn parse_header(path: &Path, bytes: &[u8]) -> Result<Ktx2Layout, Pack
             (le32(bytes, off_at).into(), le32(bytes, len_at).into())
         };
         if len > 0 && !in_file(offset, len) {
-            return Err(bad(
-                what,
-                off_at,
-                format!(
-                    "{len} bytes at offset {offset} run past the end of the {file_len}-byte file"
-                ),
-            ));
+            return Err(truncated(what, offset, len));
         }
         if off_at == field::SGD_OFFSET && len > 0 {
             // In the file, so both fit in usize.
