@@ -10,6 +10,14 @@
 //! data; the crate binds only the `.basis` file transcoder for those, so the
 //! same codebooks and slices are re-wrapped, byte for byte, as an in-memory
 //! `.basis` file (basis_etc1s.rs).
+//!
+//! Memory: a UASTC level is as large as its BC7 output, so what the
+//! transcoder allocates is justified by the file (or by the zstd-inflated
+//! level, itself bounded by its declared length). An ETC1S level's output
+//! is bounded only by the 16384-texel limit (at most 256 MiB of BC7 for mip
+//! 0): BasisLZ codes runs of repeated endpoints and selectors, so a small
+//! file can describe a large flat texture and there is no useful ratio to
+//! check against.
 
 use super::basis_etc1s::etc1s_to_basis_file;
 use super::ktx2::{inflate_level, malformed, Ktx2Layout, SCHEME_ZSTD};
