@@ -45,6 +45,13 @@ struct AssetInfo {
     height: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     mips: Option<u8>,
+    /// The kind of file the texture was packed from, when the pack says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'static str>,
+    /// Milliseconds the packer spent converting it (decode, encode,
+    /// decompress, transcode), when the pack says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transcode_ms: Option<f64>,
     /// Tiles per tiled mip, finest first (mips in the packed tail omitted).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tiles: Vec<[u32; 3]>,
@@ -66,12 +73,16 @@ struct Report {
     assets: Vec<AssetInfo>,
     by_codec: std::collections::BTreeMap<&'static str, Totals>,
     by_kind: std::collections::BTreeMap<&'static str, Totals>,
+    /// Textures by the kind of file they came from ("unrecorded" for packs
+    /// that predate the field).
+    by_source: std::collections::BTreeMap<&'static str, Totals>,
     total: Totals,
 }
 
 fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
     let mut by_codec = std::collections::BTreeMap::new();
     let mut by_kind = std::collections::BTreeMap::new();
+    let mut by_source = std::collections::BTreeMap::new();
     let mut total = Totals::default();
     let mut assets = Vec::new();
     for (i, a) in pack.assets().iter().enumerate() {
@@ -81,6 +92,12 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
         let kind_name = match a.texture {
             Some(t) => t.format.name(),
             None => "blob",
+        };
+        let source = pack.texture_source(id);
+        let source_name = match (a.texture, source) {
+            (Some(_), Some(s)) => Some(s.kind.name()),
+            (Some(_), None) => Some("unrecorded"),
+            (None, _) => None,
         };
         for b in &pack.blocks()[a.blocks.start as usize..a.blocks.end as usize] {
             t.add(b.size, b.stored_size);
@@ -92,6 +109,12 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
                 .entry(kind_name)
                 .or_insert_with(Totals::default)
                 .add(b.size, b.stored_size);
+            if let Some(name) = source_name {
+                by_source
+                    .entry(name)
+                    .or_insert_with(Totals::default)
+                    .add(b.size, b.stored_size);
+            }
             total.add(b.size, b.stored_size);
             if !codecs.contains(&b.codec) {
                 codecs.push(b.codec);
@@ -114,6 +137,8 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
             width: a.texture.map(|t| t.width),
             height: a.texture.map(|t| t.height),
             mips: a.texture.map(|t| t.mip_count),
+            source: source.map(|s| s.kind.name()),
+            transcode_ms: source.map(|s| f64::from(s.transcode_us) / 1000.0),
             tiles,
             packed_mips: packed,
             first_block: a.blocks.start,
@@ -131,6 +156,7 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
         assets,
         by_codec,
         by_kind,
+        by_source,
         total,
     })
 }
@@ -207,6 +233,9 @@ pub fn run(args: Args) -> CliResult {
             a.ratio,
             codecs.join(",")
         );
+        if let (Some(src), Some(ms)) = (a.source, a.transcode_ms) {
+            outln!(o, "{:<36}   from {src}, {ms:.1} ms to convert", "");
+        }
         if !a.tiles.is_empty() {
             let t: Vec<String> = a
                 .tiles
@@ -249,6 +278,12 @@ pub fn run(args: Args) -> CliResult {
     outln!(o, "by content (format or blob)");
     for (name, t) in &r.by_kind {
         row(&mut o, name, t);
+    }
+    if !r.by_source.is_empty() {
+        outln!(o, "textures by source");
+        for (name, t) in &r.by_source {
+            row(&mut o, name, t);
+        }
     }
     row(&mut o, "overall", &r.total);
     emit(&o)

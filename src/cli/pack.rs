@@ -1,4 +1,5 @@
-//! `gpustream pack`: build a pack from images, KTX2 files and other files.
+//! `gpustream pack`: build a pack from images, DDS and KTX2 files and other
+//! files.
 
 use super::CliResult;
 use gpustream::pack::import::{add_file, ImageOptions};
@@ -11,7 +12,8 @@ use std::path::{Path, PathBuf};
 pub struct Args {
     /// Input files or directories (directories are walked, in name order;
     /// assets are named by their path relative to the directory given).
-    /// PNG/JPEG become textures, KTX2 is taken as is, anything else a blob.
+    /// PNG/JPEG become textures, DDS and KTX2 keep their levels (zstd
+    /// undone, Basis transcoded to BC7/BC1), anything else a blob.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// The pack to write.
@@ -23,7 +25,9 @@ pub struct Args {
     /// zstd level (1..=22, 0 = zstd's default).
     #[arg(long, default_value_t = 0)]
     level: i32,
-    /// The format images are encoded to: bc7, bc1, bc3, bc4, bc5 or rgba8.
+    /// The format images (and RGBA8 DDS files without mips) are encoded to:
+    /// bc7, bc1, bc3, bc4, bc5 or rgba8. Basis ETC1S KTX2 files without
+    /// alpha are transcoded to BC1 when this is bc1, to BC7 otherwise.
     #[arg(long, default_value = "bc7")]
     texture_format: TextureFormat,
     /// Images hold sRGB colour: sRGB formats, mips filtered in linear light.

@@ -1,7 +1,9 @@
 //! `gpustream unpack`: write one asset out, a blob as its bytes and a
-//! texture as KTX2 with all its mips.
+//! texture with all its mips as KTX2, or as DDS when the output ends in
+//! `.dds`. The texel data is exactly what the pack holds.
 
 use super::CliResult;
+use gpustream::pack::dds::write_dds;
 use gpustream::pack::ktx2::write_ktx2;
 use gpustream::pack::{AssetKind, Pack};
 use std::path::PathBuf;
@@ -13,7 +15,7 @@ pub struct Args {
     pack: PathBuf,
     /// The asset's name.
     asset: String,
-    /// Where to write it.
+    /// Where to write it (a texture: KTX2, or DDS when it ends in `.dds`).
     #[arg(short, long)]
     output: PathBuf,
 }
@@ -27,7 +29,16 @@ pub fn run(args: Args) -> CliResult {
     let asset = pack.asset(id);
     let bytes = match (asset.kind, asset.texture) {
         (AssetKind::Texture, Some(t)) => {
-            write_ktx2(t.format, t.width, t.height, &pack.read_texture_mips(id)?)
+            let mips = pack.read_texture_mips(id)?;
+            let dds = args
+                .output
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("dds"));
+            if dds {
+                write_dds(t.format, t.width, t.height, &mips)?
+            } else {
+                write_ktx2(t.format, t.width, t.height, &mips)
+            }
         }
         _ => pack.read_blob(id)?,
     };

@@ -148,6 +148,77 @@ pub enum PackError {
         /// What is wrong.
         reason: String,
     },
+    /// An input file ends before a structure its header declares.
+    #[error("{}: truncated {format}: {what} at offset {offset} needs {needed} bytes, the file has {file_len}", path.display())]
+    TruncatedInput {
+        /// The input file.
+        path: PathBuf,
+        /// The file's format ("DDS", "KTX2").
+        format: &'static str,
+        /// The structure cut short ("header", "level 3").
+        what: String,
+        /// Byte offset where the structure starts.
+        offset: u64,
+        /// Bytes it needs from `offset`.
+        needed: u64,
+        /// The file's length.
+        file_len: u64,
+    },
+    /// A mip level's stored size disagrees with what the header says it
+    /// must be (its format and extent, or a length field).
+    #[error("{}: {format} level {level} at offset {offset}: {found} bytes, the header implies {expected}", path.display())]
+    LevelSize {
+        /// The input file.
+        path: PathBuf,
+        /// The file's format.
+        format: &'static str,
+        /// The level (0 = the finest).
+        level: u32,
+        /// Byte offset of the level's data or its length field.
+        offset: u64,
+        /// The size the file declares or holds.
+        found: u64,
+        /// The size the header implies.
+        expected: u64,
+    },
+    /// A DDS file's DX10 header names a DXGI format value that does not
+    /// exist.
+    #[error("{}: DDS DX10 header at offset {offset}: unknown DXGI format {value}", path.display())]
+    UnknownDxgiFormat {
+        /// The input file.
+        path: PathBuf,
+        /// Byte offset of the format field.
+        offset: u64,
+        /// The value found.
+        value: u32,
+    },
+    /// A supercompressed level decompresses to more bytes than its
+    /// declared uncompressed length (decompression stops there).
+    #[error("{}: {format} level {level} at offset {offset} expands past its declared {declared} bytes", path.display())]
+    LevelExpands {
+        /// The input file.
+        path: PathBuf,
+        /// The file's format ("KTX2").
+        format: &'static str,
+        /// The level.
+        level: u32,
+        /// Byte offset of the level's compressed data.
+        offset: u64,
+        /// The uncompressed length the level index declares.
+        declared: u64,
+    },
+    /// A well-formed input uses a feature the packer does not take yet
+    /// (texture arrays, cube maps, volume textures, a format without a pack
+    /// equivalent).
+    #[error("{}: {format}: {what} is not supported yet", path.display())]
+    UnsupportedInput {
+        /// The input file.
+        path: PathBuf,
+        /// The file's format.
+        format: &'static str,
+        /// The feature, with the header field that declares it.
+        what: String,
+    },
     /// Compressing a block failed.
     #[error("asset '{asset}' block {block}: {source}")]
     Encode {

@@ -29,6 +29,16 @@ pub const KIND_BLOB: u8 = 0;
 /// See [`KIND_BLOB`].
 pub const KIND_TEXTURE: u8 = 1;
 
+/// Asset entry field offsets that more than one module names.
+pub mod asset {
+    /// `u8` source kind id (`SourceKind::id`; 0 = not recorded, always 0
+    /// for blobs). Reserved and zero in packs written before 2026-12-01.
+    pub const SOURCE_KIND: usize = 11;
+    /// `u32` microseconds spent transcoding (0 = none or not recorded; must
+    /// be 0 when the source kind is). Reserved and zero before 2026-12-01.
+    pub const TRANSCODE_US: usize = 36;
+}
+
 /// Header field offsets.
 pub mod header {
     /// `[u8; 8]` magic.

@@ -1,13 +1,16 @@
 //! Turning input files into assets: PNG and JPEG images become tiled
 //! textures with a full mip chain, block-compressed with intel_tex_2 (ISPC
-//! kernels; see docs/pack-format.md for why this encoder); KTX2 files are
-//! taken as they are; anything else becomes a blob.
+//! kernels; see docs/pack-format.md for why this encoder); DDS and KTX2
+//! files keep their levels (zstd supercompression is undone, Basis
+//! Universal data is transcoded to BC7 or BC1); anything else becomes a
+//! blob. Each texture records its source kind and the time its conversion
+//! took.
 
-use super::ktx2::read_ktx2;
-use super::{
-    full_mip_count, mip_extent, AssetId, PackError, PackWriter, TextureFormat, MAX_TEXTURE_DIM,
-};
+use super::{full_mip_count, mip_extent, PackError, TextureFormat, MAX_TEXTURE_DIM};
 use std::path::Path;
+
+mod texture_files;
+pub use texture_files::{add_file, load_texture};
 
 /// How images are turned into textures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,11 +64,13 @@ pub enum InputKind {
     Image,
     /// A KTX2 container.
     Ktx2,
+    /// A DDS file.
+    Dds,
     /// Anything else.
     Blob,
 }
 
-/// Classifies an input by its magic bytes; an extension of png/jpg/jpeg/ktx2
+/// Classifies an input by its magic bytes; an extension of png/jpg/jpeg/ktx2/dds
 /// with other contents is still treated as that kind, so a damaged image is
 /// reported as one rather than silently packed as a blob.
 pub fn input_kind(path: &Path, head: &[u8]) -> InputKind {
@@ -75,6 +80,9 @@ pub fn input_kind(path: &Path, head: &[u8]) -> InputKind {
     if head.starts_with(&[0xAB, 0x4B, 0x54, 0x58, 0x20, 0x32, 0x30, 0xBB]) {
         return InputKind::Ktx2;
     }
+    if head.starts_with(b"DDS ") {
+        return InputKind::Dds;
+    }
     let ext = path
         .extension()
         .and_then(|e| e.to_str())
@@ -82,6 +90,7 @@ pub fn input_kind(path: &Path, head: &[u8]) -> InputKind {
     match ext.as_deref() {
         Some("png" | "jpg" | "jpeg") => InputKind::Image,
         Some("ktx2") => InputKind::Ktx2,
+        Some("dds") => InputKind::Dds,
         _ => InputKind::Blob,
     }
 }
@@ -408,39 +417,6 @@ pub fn encode_texture(img: &Rgba8Image, opts: ImageOptions) -> EncodedTexture {
     }
 }
 
-/// Reads one input file and adds it to `writer` under `name`: images as
-/// encoded textures, KTX2 as stored, anything else as a blob.
-pub fn add_file(
-    writer: &mut PackWriter,
-    name: &str,
-    path: &Path,
-    opts: ImageOptions,
-) -> Result<AssetId, PackError> {
-    let bytes = read_input(path)?;
-    match input_kind(path, &bytes) {
-        InputKind::Image => {
-            let img = decode_image(path, &bytes)?;
-            let t = encode_texture(&img, opts);
-            writer.add_texture(name, t.format, t.width, t.height, &t.mips)
-        }
-        InputKind::Ktx2 => {
-            let t = read_ktx2(path, &bytes)?;
-            let d = t.format.block_dim();
-            if !t.width.is_multiple_of(d) || !t.height.is_multiple_of(d) {
-                return Err(PackError::Import {
-                    path: path.to_path_buf(),
-                    reason: format!(
-                        "{} size {}x{} is not a multiple of its {d}x{d} blocks",
-                        t.format, t.width, t.height
-                    ),
-                });
-            }
-            writer.add_texture(name, t.format, t.width, t.height, &t.mips)
-        }
-        InputKind::Blob => writer.add_blob(name, &bytes),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,6 +493,8 @@ mod tests {
         );
         assert_eq!(input_kind(Path::new("x.png"), b"garbage"), InputKind::Image);
         assert_eq!(input_kind(Path::new("x.KTX2"), b""), InputKind::Ktx2);
+        assert_eq!(input_kind(Path::new("x.bin"), b"DDS |"), InputKind::Dds);
+        assert_eq!(input_kind(Path::new("x.dds"), b""), InputKind::Dds);
         assert_eq!(input_kind(Path::new("mesh.bin"), b"abc"), InputKind::Blob);
     }
 

@@ -1,7 +1,9 @@
 //! KTX2 (Khronos texture container, version 2) writing and reading for the
 //! formats a pack holds: `unpack` writes a texture's whole mip chain as KTX2
 //! so standard tools can check a round trip, and `pack` takes KTX2 files with
-//! BCn or RGBA8 data as they are.
+//! BCn or RGBA8 data as they are, or zstd-supercompressed (inflated here).
+//! The container checks are shared with the Basis Universal import
+//! (basis.rs), which reads vkFormat 0 files.
 //!
 //! Written from the KTX 2.0 specification and the Khronos Data Format
 //! specification (basic data format descriptor). Reading is done here too,
@@ -12,6 +14,12 @@
 
 use super::{mip_extent, PackError, TextureFormat};
 use std::path::Path;
+
+mod layout;
+use layout::{field, le32, parse_header};
+pub(crate) use layout::{
+    inflate_level, locate_levels, malformed, parse_layout, Ktx2Layout, SCHEME_ZSTD,
+};
 
 const IDENTIFIER: [u8; 12] = [
     0xAB, 0x4B, 0x54, 0x58, 0x20, 0x32, 0x30, 0xBB, 0x0D, 0x0A, 0x1A, 0x0A,
@@ -183,81 +191,35 @@ pub struct Ktx2Texture {
     pub width: u32,
     /// Height of mip 0.
     pub height: u32,
-    /// Each level's data, mip 0 first.
+    /// Each level's data, mip 0 first (inflated when supercompressed).
     pub mips: Vec<Vec<u8>>,
-}
-
-/// Byte offsets of the KTX2 header fields.
-mod field {
-    pub const VK_FORMAT: usize = 12;
-    pub const TYPE_SIZE: usize = 16;
-    pub const PIXEL_WIDTH: usize = 20;
-    pub const PIXEL_HEIGHT: usize = 24;
-    pub const PIXEL_DEPTH: usize = 28;
-    pub const LAYER_COUNT: usize = 32;
-    pub const FACE_COUNT: usize = 36;
-    pub const LEVEL_COUNT: usize = 40;
-    pub const SUPERCOMPRESSION: usize = 44;
-    pub const DFD_OFFSET: usize = 48;
-    pub const DFD_LENGTH: usize = 52;
-    pub const KVD_OFFSET: usize = 56;
-    pub const KVD_LENGTH: usize = 60;
-    pub const SGD_OFFSET: usize = 64;
-    pub const SGD_LENGTH: usize = 72;
-    /// The header's length; the level index follows.
-    pub const HEADER_LEN: usize = 80;
-    /// One level index entry: byte offset, byte length, uncompressed length.
-    pub const LEVEL_ENTRY_LEN: usize = 24;
-}
-
-/// Little-endian u32 at `o`; the caller has checked `o + 4 <= b.len()`.
-fn le32(b: &[u8], o: usize) -> u32 {
-    u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]])
-}
-
-/// Little-endian u64 at `o`; the caller has checked `o + 8 <= b.len()`.
-fn le64(b: &[u8], o: usize) -> u64 {
-    u64::from(le32(b, o)) | u64::from(le32(b, o + 4)) << 32
+    /// The file was supercompressed with zstd (scheme 2).
+    pub zstd: bool,
 }
 
 /// Reads a KTX2 file holding a 2D texture in one of the pack's formats,
-/// without supercompression. `path` names the file in errors, which also
-/// name the structure and byte offset at fault.
+/// stored as it is or supercompressed with zstd (scheme 2, decompressed
+/// here). `path` names the file in errors, which also name the structure
+/// and byte offset at fault.
 ///
 /// The parse is bounded by the file: nothing is allocated but the mips,
-/// whose lengths are checked against the format and the file first.
+/// whose lengths are checked against the format and the file first; a
+/// supercompressed level is inflated to at most its expected length (one
+/// byte more is an error, [`PackError::LevelExpands`]).
 pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
-    let bad = |what: &str, offset: usize, reason: String| PackError::MalformedInput {
-        path: path.to_path_buf(),
-        format: "KTX2",
-        what: what.to_string(),
-        offset: offset as u64,
-        reason,
-    };
-    let file_len = bytes.len() as u64;
-    // A region [offset, offset + len) must lie inside the file.
-    let in_file = |offset: u64, len: u64| offset.checked_add(len).is_some_and(|e| e <= file_len);
-
-    if bytes.len() < field::HEADER_LEN {
-        return Err(bad(
-            "header",
-            0,
-            format!(
-                "file is {} bytes, shorter than the {}-byte header",
-                bytes.len(),
-                field::HEADER_LEN
-            ),
-        ));
-    }
-    if bytes[..12] != IDENTIFIER {
-        return Err(bad("header", 0, "not a KTX2 file (bad identifier)".into()));
-    }
-    let vk = le32(bytes, field::VK_FORMAT);
+    let mut layout = parse_header(path, bytes)?;
+    let bad = |what: &str, offset: usize, reason: String| malformed(path, what, offset, reason);
+    let vk = layout.vk_format;
     let format = from_vk_format(vk).ok_or_else(|| {
         bad(
             "header",
             field::VK_FORMAT,
-            format!("vkFormat {vk} is not supported (use RGBA8, BC1, BC3, BC4, BC5 or BC7)"),
+            if vk == 0 {
+                "vkFormat 0 (Basis Universal) is transcoded by the packer's import, not read here"
+                    .into()
+            } else {
+                format!("vkFormat {vk} is not supported (use RGBA8, BC1, BC3, BC4, BC5 or BC7)")
+            },
         )
     })?;
     let type_size = le32(bytes, field::TYPE_SIZE);
@@ -268,126 +230,50 @@ pub fn read_ktx2(path: &Path, bytes: &[u8]) -> Result<Ktx2Texture, PackError> {
             format!("typeSize {type_size}, {format} requires 1"),
         ));
     }
-    let scheme = le32(bytes, field::SUPERCOMPRESSION);
-    if scheme != 0 {
+    if layout.scheme != 0 && layout.scheme != SCHEME_ZSTD {
         return Err(bad(
             "header",
             field::SUPERCOMPRESSION,
-            format!("supercompression scheme {scheme} is not supported (only none)"),
-        ));
-    }
-    let (width, height) = (
-        le32(bytes, field::PIXEL_WIDTH),
-        le32(bytes, field::PIXEL_HEIGHT),
-    );
-    let (depth, layers, faces) = (
-        le32(bytes, field::PIXEL_DEPTH),
-        le32(bytes, field::LAYER_COUNT),
-        le32(bytes, field::FACE_COUNT),
-    );
-    if depth > 1 || layers > 1 || faces != 1 {
-        return Err(bad(
-            "header",
-            field::PIXEL_DEPTH,
             format!(
-                "depth {depth}, {layers} layers, {faces} faces: only single 2D textures are supported (no arrays, cube maps or 3D)"
+                "supercompression scheme {} is not supported (none or zstd)",
+                layout.scheme
             ),
         ));
     }
-    if width == 0
-        || height == 0
-        || width > super::MAX_TEXTURE_DIM
-        || height > super::MAX_TEXTURE_DIM
-    {
-        return Err(bad(
-            "header",
-            field::PIXEL_WIDTH,
-            format!(
-                "size {width}x{height} is outside 1..={}",
-                super::MAX_TEXTURE_DIM
-            ),
-        ));
-    }
-    // levelCount 0 means "one level, make the rest at load time".
-    let levels = le32(bytes, field::LEVEL_COUNT).max(1);
-    let full = super::full_mip_count(width, height);
-    if levels > u32::from(full) {
-        return Err(bad(
-            "header",
-            field::LEVEL_COUNT,
-            format!("{levels} levels, a {width}x{height} texture has at most {full}"),
-        ));
-    }
-    let index_end = field::HEADER_LEN + levels as usize * field::LEVEL_ENTRY_LEN;
-    if bytes.len() < index_end {
-        return Err(bad(
-            "level index",
-            field::HEADER_LEN,
-            format!(
-                "{levels} entries need {index_end} bytes of header and index, the file has {}",
-                bytes.len()
-            ),
-        ));
-    }
-
     check_dfd(bytes, format, &bad)?;
-    for (what, off_at, len_at) in [
-        ("key/value data", field::KVD_OFFSET, field::KVD_LENGTH),
-        (
-            "supercompression global data",
-            field::SGD_OFFSET,
-            field::SGD_LENGTH,
-        ),
-    ] {
-        let (offset, len) = if off_at == field::SGD_OFFSET {
-            (le64(bytes, off_at), le64(bytes, len_at))
-        } else {
-            (le32(bytes, off_at).into(), le32(bytes, len_at).into())
-        };
-        if len > 0 && !in_file(offset, len) {
-            return Err(bad(
-                what,
-                off_at,
-                format!(
-                    "{len} bytes at offset {offset} run past the end of the {file_len}-byte file"
-                ),
-            ));
-        }
-    }
-
-    let mut mips = Vec::with_capacity(levels as usize);
-    for m in 0..levels as usize {
-        let at = field::HEADER_LEN + m * field::LEVEL_ENTRY_LEN;
-        let what = format!("level index entry {m}");
-        let (offset, len, uncompressed) =
-            (le64(bytes, at), le64(bytes, at + 8), le64(bytes, at + 16));
+    locate_levels(path, bytes, &mut layout)?;
+    let (width, height) = (layout.width, layout.height);
+    let mut mips = Vec::with_capacity(layout.levels.len());
+    for (m, level) in layout.levels.iter().enumerate() {
         let (w, h) = mip_extent(width, height, m as u8);
         let want = format.data_size(w, h);
-        if len != want || uncompressed != want {
-            return Err(bad(
-                &what,
-                at + 8,
-                format!(
-                    "level {m} has {len} bytes ({uncompressed} uncompressed), a {w}x{h} {format} level has {want}"
-                ),
-            ));
+        let stored = level.bytes.len() as u64;
+        let size_err = |found: u64, offset: usize| PackError::LevelSize {
+            path: path.to_path_buf(),
+            format: "KTX2",
+            level: m as u32,
+            offset: offset as u64,
+            found,
+            expected: want,
+        };
+        if level.uncompressed != want {
+            return Err(size_err(level.uncompressed, level.entry_at + 16));
         }
-        if !in_file(offset, len) {
-            return Err(bad(
-                &what,
-                at,
-                format!("level {m}'s {len} bytes at offset {offset} run past the end of the {file_len}-byte file"),
-            ));
+        if layout.scheme == 0 {
+            if stored != want {
+                return Err(size_err(stored, level.entry_at + 8));
+            }
+            mips.push(bytes[level.bytes.clone()].to_vec());
+        } else {
+            mips.push(inflate_level(path, bytes, level, m as u32)?);
         }
-        // In range: checked just above, and both fit in usize because the
-        // file does.
-        mips.push(bytes[offset as usize..(offset + len) as usize].to_vec());
     }
     Ok(Ktx2Texture {
         format,
         width,
         height,
         mips,
+        zstd: layout.scheme == SCHEME_ZSTD,
     })
 }
 

@@ -23,8 +23,19 @@ mod reader;
 mod texture;
 mod writer;
 
+// Texture sources (issue 14): what the pack records, and the readers of
+// DDS and Basis Universal input, which only the packer needs.
+#[cfg(feature = "tools")]
+pub mod basis;
+#[cfg(feature = "tools")]
+mod basis_etc1s;
+#[cfg(feature = "tools")]
+pub mod dds;
+mod source;
+
 pub use error::PackError;
 pub use reader::Pack;
+pub use source::{SourceKind, TextureSource};
 pub use texture::{
     full_mip_count, mip_extent, PackedMip, PackedMips, TextureFormat, TileRegion, MAX_MIPS,
     MAX_TEXTURE_DIM, TILE_BYTES,

@@ -2,6 +2,7 @@
 //! contents completely, so every later lookup is plain indexing.
 
 use super::format::{self, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
+use super::source::{SourceKind, TextureSource};
 use super::texture::{full_mip_count, TextureLayout};
 use super::{
     Asset, AssetId, AssetKind, Block, BlockId, PackError, PackedMips, TextureFormat, TextureInfo,
@@ -25,6 +26,7 @@ pub struct Pack {
     blocks: Vec<Block>,
     assets: Vec<Asset>,
     layouts: Vec<Option<TextureLayout>>,
+    sources: Vec<Option<TextureSource>>,
     by_name: HashMap<String, AssetId>,
 }
 
@@ -313,6 +315,7 @@ impl Pack {
         let names = &toc[names_at..];
         let mut assets = Vec::with_capacity(hd.asset_count as usize);
         let mut layouts = Vec::with_capacity(hd.asset_count as usize);
+        let mut sources = Vec::with_capacity(hd.asset_count as usize);
         let mut by_name = HashMap::with_capacity(hd.asset_count as usize);
         let mut next_block = 0u32;
         let mut names_used = 0usize;
@@ -368,12 +371,40 @@ impl Pack {
             let size = format::get_u64(e, 20);
             let first = format::get_u32(e, 28);
             let count = format::get_u32(e, 32);
-            if e[11] != 0 || format::get_u32(e, 36) != 0 {
+            // Source kind and transcode time: 0 in packs that predate them
+            // and in blobs; an id this reader does not know is corrupt.
+            let (source_id, transcode_us) = (
+                e[format::asset::SOURCE_KIND],
+                format::get_u32(e, format::asset::TRANSCODE_US),
+            );
+            let source = match (kind_id, source_id) {
+                (_, 0) => None,
+                (format::KIND_TEXTURE, id) => Some(TextureSource {
+                    kind: SourceKind::from_id(id).ok_or_else(|| {
+                        corrupt(
+                            p,
+                            &what,
+                            entry_at + format::asset::SOURCE_KIND as u64,
+                            format!("unknown source kind {id}"),
+                        )
+                    })?,
+                    transcode_us,
+                }),
+                (_, _) => {
+                    return Err(corrupt(
+                        p,
+                        what,
+                        entry_at + format::asset::SOURCE_KIND as u64,
+                        "a blob has a source kind",
+                    ));
+                }
+            };
+            if source.is_none() && transcode_us != 0 {
                 return Err(corrupt(
                     p,
                     what,
-                    entry_at + 11,
-                    "reserved bytes are not zero",
+                    entry_at + format::asset::TRANSCODE_US as u64,
+                    "a transcode time without a source kind",
                 ));
             }
             if first != next_block {
@@ -528,6 +559,7 @@ impl Pack {
                 texture,
             });
             layouts.push(layout);
+            sources.push(source);
             next_block = end;
         }
         if names_used != names.len() {
@@ -557,6 +589,7 @@ impl Pack {
             blocks,
             assets,
             layouts,
+            sources,
             by_name,
         })
     }
@@ -619,6 +652,13 @@ impl Pack {
     /// An asset by id, or `None` when out of range.
     pub fn get_asset(&self, id: AssetId) -> Option<&Asset> {
         self.assets.get(id.0 as usize)
+    }
+
+    /// Where a texture came from and what transcoding it cost, as the
+    /// packer recorded it; `None` for blobs, for packs written before the
+    /// field existed, and for an `id` out of range.
+    pub fn texture_source(&self, id: AssetId) -> Option<TextureSource> {
+        self.sources.get(id.0 as usize).copied().flatten()
     }
 
     fn texture(&self, id: AssetId) -> Result<(&Asset, &TextureLayout), PackError> {

@@ -234,6 +234,26 @@ impl PackWriter {
         ))
     }
 
+    /// Records where texture `id` came from (kind and transcode time) in
+    /// its asset entry, for `info`. Blobs have no source.
+    pub fn set_texture_source(
+        &mut self,
+        id: AssetId,
+        source: super::TextureSource,
+    ) -> Result<(), PackError> {
+        let e = self
+            .assets
+            .get_mut(id.0 as usize)
+            .filter(|e| e[8] == format::KIND_TEXTURE)
+            .ok_or_else(|| PackError::Lookup {
+                asset: format!("#{}", id.0),
+                reason: "not a texture of this writer".into(),
+            })?;
+        e[format::asset::SOURCE_KIND] = source.kind.id();
+        format::put_u32(e, format::asset::TRANSCODE_US, source.transcode_us);
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn push_asset(
         &mut self,
