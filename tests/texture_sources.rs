@@ -4,7 +4,7 @@
 //! with the `zstd` crate, Basis with the `basis-universal` encoder.
 #![cfg(feature = "tools")]
 
-#[path = "support/basis_ktx2.rs"]
+#[path = "common/basis_ktx2.rs"]
 mod basis_ktx2;
 
 use basis_ktx2::{basis_to_ktx2, encode_basis};

@@ -29,6 +29,7 @@ mod complete;
 mod cpu_decode;
 mod dispatcher;
 mod gpu_batch;
+mod gpu_direct;
 mod job;
 mod plan;
 mod queue;

@@ -1,0 +1,135 @@
+//! Copies of parts already laid out for their destinations: bytes the CPU
+//! decoded or laid out with the destination's row pitch, which need one plain
+//! copy each and no pass. The batch records them from its input; on software
+//! adapters, where every copy is CPU work, a chunk holding only such parts
+//! is copied from straight away ([`copy_from_chunk`]).
+
+use crate::destinations::gpu_copies::PartDest;
+
+use super::complete::JobTable;
+use super::plan::{Part, Place};
+use super::request::Destination;
+use super::RequestError;
+
+/// Records the copies of parts the CPU laid out for their destinations
+/// straight from their staging chunk `chunk` (software adapters). Parts of
+/// cancelled requests end here; the others are pinned until the copies are
+/// done, and returned.
+pub(super) fn copy_from_chunk(
+    enc: &mut wgpu::CommandEncoder,
+    chunk: &wgpu::Buffer,
+    staged: impl IntoIterator<Item = (Part, u64)>,
+    jobs: &JobTable,
+    done: &mut Vec<(Part, Result<(), RequestError>)>,
+) -> Vec<Part> {
+    let (mut commands, mut texture_copies) = (0u64, 0u64);
+    let mut parts = Vec::new();
+    for (part, at) in staged {
+        let job = jobs.get(part.job);
+        if !job.is_some_and(|j| j.spec.ctl.begin_gpu()) {
+            done.push((part, Err(RequestError::Cancelled)));
+            continue;
+        }
+        match part_dest(&part, job.map(|j| &j.spec.destination)) {
+            Some(d) => {
+                texture_copies += record_direct(enc, chunk, at, &d);
+                commands += 1;
+                parts.push(part);
+            }
+            None => {
+                if let Some(j) = job {
+                    j.spec.ctl.end_gpu();
+                }
+                done.push((
+                    part,
+                    Err(RequestError::Internal(
+                        "a GPU part lost its destination".into(),
+                    )),
+                ));
+            }
+        }
+    }
+    if let Some(j) = parts.first().and_then(|p| jobs.get(p.job)) {
+        j.spec.stats(|st| {
+            st.gpu_commands += commands;
+            st.texture_copies += texture_copies;
+        });
+    }
+    parts
+}
+
+/// Records the copy of a part whose bytes sit at `src` of `input` already
+/// laid out for its destination; returns 1 for a texture copy.
+pub(super) fn record_direct(
+    enc: &mut wgpu::CommandEncoder,
+    input: &wgpu::Buffer,
+    src: u64,
+    dest: &PartDest<'_>,
+) -> u64 {
+    match dest {
+        PartDest::Buffer {
+            buffer,
+            offset,
+            len,
+        } => {
+            enc.copy_buffer_to_buffer(input, src, buffer, *offset, len.next_multiple_of(4));
+            0
+        }
+        PartDest::Texture {
+            texture,
+            mip,
+            origin,
+            width,
+            height,
+            layout,
+        } => {
+            enc.copy_buffer_to_texture(
+                wgpu::TexelCopyBufferInfo {
+                    buffer: input,
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: src,
+                        bytes_per_row: Some(layout.row_pitch),
+                        rows_per_image: Some(layout.rows),
+                    },
+                },
+                wgpu::TexelCopyTextureInfo {
+                    texture,
+                    mip_level: *mip,
+                    origin: *origin,
+                    aspect: wgpu::TextureAspect::All,
+                },
+                crate::destinations::texture::copy_extent(texture.format(), *width, *height),
+            );
+            1
+        }
+    }
+}
+
+/// The destination a GPU part writes, borrowed from its request.
+pub(super) fn part_dest<'a>(part: &Part, dest: Option<&'a Destination>) -> Option<PartDest<'a>> {
+    match (&part.place, dest?) {
+        (Place::Buffer { offset }, Destination::Buffer { buffer, .. }) => Some(PartDest::Buffer {
+            buffer,
+            offset: *offset,
+            len: (part.take.end - part.take.start) as u64,
+        }),
+        (
+            Place::Texture {
+                mip,
+                origin,
+                width,
+                height,
+                layout,
+            },
+            Destination::Texture { texture, .. },
+        ) => Some(PartDest::Texture {
+            texture,
+            mip: *mip,
+            origin: *origin,
+            width: *width,
+            height: *height,
+            layout: *layout,
+        }),
+        _ => None,
+    }
+}
