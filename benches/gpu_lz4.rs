@@ -41,11 +41,11 @@
 mod lz4_batch;
 
 use gpustream::decode::gpu::{read_buffer, Lz4DecodePath, Lz4DecodePipeline, Lz4Status};
-use lz4_batch::{Lz4Batch, Lz4GpuBatch};
 use gpustream::gpu::{open_device, GpuContext};
 use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{AssetKind, BlockId, Pack, TextureFormat, STORE_RAW_UNLESS_SAVES_DIVISOR};
 use gpustream::Codec;
+use lz4_batch::{Lz4Batch, Lz4GpuBatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;

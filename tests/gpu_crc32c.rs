@@ -8,10 +8,10 @@
 
 mod common;
 
+use common::test_device;
 use gpustream::decode::cpu_twin;
 use gpustream::decode::gpu::crc32c::check_code;
 use gpustream::decode::gpu::{read_buffer, BlockCheck, BlockCheckDesc, Crc32cPipeline};
-use common::test_device;
 use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

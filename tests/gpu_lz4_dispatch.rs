@@ -8,9 +8,9 @@
 
 mod common;
 
+use common::test_device;
 use gpustream::decode::gpu::{default_path, read_buffer, Lz4DecodePath, Lz4DecodePipeline};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
-use common::test_device;
 use wgpu::util::DeviceExt;
 
 #[test]

@@ -8,10 +8,10 @@
 
 mod common;
 
-use gpustream::decode::gpu::{Lz4DecodePath, Lz4DecodePipeline};
-use gpustream::decode::{Lz4BlockDesc, Lz4Status};
 use common::lz4_batch::Lz4Batch;
 use common::test_device;
+use gpustream::decode::gpu::{Lz4DecodePath, Lz4DecodePipeline};
+use gpustream::decode::{Lz4BlockDesc, Lz4Status};
 use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

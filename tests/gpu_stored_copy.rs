@@ -8,9 +8,9 @@
 
 mod common;
 
+use common::test_device;
 use gpustream::decode::gpu::{read_buffer, validate_stored_descs, StoredCopyPipeline};
 use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
-use common::test_device;
 use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -12,7 +12,7 @@ use gpustream::pack::dds::read_dds;
 use gpustream::pack::import::{add_file, load_texture, ImageOptions};
 use gpustream::pack::ktx2::{read_ktx2, write_ktx2};
 use gpustream::pack::{
-    full_mip_count, mip_extent, Pack, PackError, PackWriter, SourceKind, TextureFormat,
+    full_mip_count, mip_extent, Pack, PackError, PackWriter, TextureFormat, TextureSourceKind,
     WriterOptions,
 };
 use gpustream::Codec;
@@ -217,7 +217,10 @@ fn dds_packs_with_its_chain_and_unpacks_byte_identical_as_dds_and_ktx2() {
     let info = pack.asset(id).texture.unwrap();
     assert_eq!((info.format, info.width, info.height), (f, w, h));
     assert_eq!(pack.read_texture_mips(id).unwrap(), mips);
-    assert_eq!(pack.texture_source(id).unwrap().kind, SourceKind::Dds);
+    assert_eq!(
+        pack.texture_source(id).unwrap().kind,
+        TextureSourceKind::Dds
+    );
 
     let (out_dds, out_ktx) = (dir.path().join("o.dds"), dir.path().join("o.ktx2"));
     let p = pack_path.to_str().unwrap();
@@ -244,7 +247,7 @@ fn dds_without_mips_gets_a_chain_when_rgba8_and_an_error_when_bcn() {
         .unwrap();
     assert_eq!(t.format, TextureFormat::Bc7);
     assert_eq!(t.mips.len(), full_mip_count(w, h) as usize);
-    assert_eq!(src.kind, SourceKind::Dds);
+    assert_eq!(src.kind, TextureSourceKind::Dds);
 
     let bc = chain(TextureFormat::Bc1, w, h, 1).concat();
     let bytes = dds(Pf::FourCC(b"DXT1"), None, w, h, 1, 0, &bc);
@@ -415,7 +418,7 @@ fn zstd_supercompressed_ktx2_is_decompressed_at_pack_time() {
         .unwrap()
         .unwrap();
     assert_eq!(t.mips, mips);
-    assert_eq!(src.kind, SourceKind::Ktx2Zstd);
+    assert_eq!(src.kind, TextureSourceKind::Ktx2Zstd);
 }
 
 #[test]
@@ -523,8 +526,8 @@ fn basis_uastc_ktx2_plain_and_zstd_transcodes_to_bc7() {
         let want = reference(&basis, T::BC7_RGBA);
         assert_eq!(want.len(), full_mip_count(w, h) as usize);
         for (zstd, kind) in [
-            (None, SourceKind::BasisUastc),
-            (Some(5), SourceKind::BasisUastcZstd),
+            (None, TextureSourceKind::BasisUastc),
+            (Some(5), TextureSourceKind::BasisUastcZstd),
         ] {
             let ktx = basis_to_ktx2(&basis, w, h, true, zstd);
             let (t, src) = load_texture(Path::new("u.ktx2"), &ktx, ImageOptions::default())
@@ -554,7 +557,7 @@ fn basis_etc1s_ktx2_transcodes_to_bc7_or_to_bc1_when_asked_and_opaque() {
         let (t, src) = load_texture(Path::new("e.ktx2"), &ktx, ImageOptions::default())
             .unwrap()
             .unwrap();
-        assert_eq!(src.kind, SourceKind::BasisEtc1s);
+        assert_eq!(src.kind, TextureSourceKind::BasisEtc1s);
         assert_eq!(t.format, TextureFormat::Bc7Srgb);
         assert_eq!(t.mips, reference(&basis, T::BC7_RGBA), "alpha {alpha}");
         let (t, _) = load_texture(Path::new("e.ktx2"), &ktx, bc1)

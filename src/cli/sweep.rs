@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use crossbeam::channel;
 use serde::Serialize;
 
+use crate::cli::report::{self, LinePlot, Series, Table};
 use gpustream::io::{
     fiemap, AlignedBuf, BackendKind, IoConfig, IoEngine, IoFile, OpenMode, Priority, ReadOp,
 };
-use crate::cli::report::{self, LinePlot, Series, Table};
 
 use super::CliResult;
 

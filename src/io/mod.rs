@@ -356,15 +356,13 @@ impl IoEngine {
         };
         let b: Box<dyn Backend> = match self.kind {
             Resolved::Threads => threads(),
-            Resolved::Uring => {
-                match backend::uring::UringBackend::new(qd, self.counters.clone()) {
-                    Ok(b) => Box::new(b),
-                    Err(e) => {
-                        log::warn!("creating an io_uring failed ({e}), reading with a thread pool");
-                        threads()
-                    }
+            Resolved::Uring => match backend::uring::UringBackend::new(qd, self.counters.clone()) {
+                Ok(b) => Box::new(b),
+                Err(e) => {
+                    log::warn!("creating an io_uring failed ({e}), reading with a thread pool");
+                    threads()
                 }
-            }
+            },
         };
         match self.cfg.fault {
             Some(f) => Box::new(fault::FaultBackend::new(b, f)),

@@ -21,7 +21,7 @@
 
 use super::basis_etc1s::etc1s_to_basis_file;
 use super::ktx2::{inflate_level, malformed, Ktx2Layout, SCHEME_ZSTD};
-use super::{mip_extent, PackError, SourceKind, TextureFormat};
+use super::{mip_extent, PackError, TextureFormat, TextureSourceKind};
 use basis_universal::{
     DecodeFlags, LowLevelUastcTranscoder, SliceParametersUastc, TranscodeParameters, Transcoder,
     TranscoderBlockFormat, TranscoderTextureFormat,
@@ -48,7 +48,7 @@ pub struct BasisTexture {
     /// Each level, mip 0 first.
     pub mips: Vec<Vec<u8>>,
     /// UASTC (with or without zstd) or ETC1S.
-    pub kind: SourceKind,
+    pub kind: TextureSourceKind,
 }
 
 /// What the basic data format descriptor says about Basis data.
@@ -140,8 +140,8 @@ pub(crate) fn transcode_ktx2(
     let (format, mips, kind) = match dfd.model {
         MODEL_UASTC => {
             let kind = match layout.scheme {
-                0 => SourceKind::BasisUastc,
-                SCHEME_ZSTD => SourceKind::BasisUastcZstd,
+                0 => TextureSourceKind::BasisUastc,
+                SCHEME_ZSTD => TextureSourceKind::BasisUastcZstd,
                 s => return Err(scheme_error(path, s, "UASTC takes none or zstd")),
             };
             (
@@ -163,7 +163,7 @@ pub(crate) fn transcode_ktx2(
             (
                 format,
                 etc1s_levels(path, &basis, layout, format)?,
-                SourceKind::BasisEtc1s,
+                TextureSourceKind::BasisEtc1s,
             )
         }
     };

@@ -31,7 +31,7 @@ pub const KIND_TEXTURE: u8 = 1;
 
 /// Asset entry field offsets that more than one module names.
 pub mod asset {
-    /// `u8` source kind id (`SourceKind::id`; 0 = not recorded, always 0
+    /// `u8` source kind id (`TextureSourceKind::id`; 0 = not recorded, always 0
     /// for blobs). Reserved and zero in packs written before 2026-12-01.
     pub const SOURCE_KIND: usize = 11;
     /// `u32` microseconds spent transcoding (0 = none or not recorded; must

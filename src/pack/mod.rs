@@ -35,7 +35,7 @@ mod source;
 
 pub use error::PackError;
 pub use reader::Pack;
-pub use source::{SourceKind, TextureSource};
+pub use source::{TextureSource, TextureSourceKind};
 pub use texture::{
     full_mip_count, mip_extent, PackedMip, PackedMips, TextureFormat, TileRegion, MAX_MIPS,
     MAX_TEXTURE_DIM, TILE_BYTES,

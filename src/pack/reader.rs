@@ -2,7 +2,7 @@
 //! contents completely, so every later lookup is plain indexing.
 
 use super::format::{self, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
-use super::source::{SourceKind, TextureSource};
+use super::source::{TextureSource, TextureSourceKind};
 use super::texture::{full_mip_count, TextureLayout};
 use super::{
     Asset, AssetId, AssetKind, Block, BlockId, PackError, PackedMips, TextureFormat, TextureInfo,
@@ -380,7 +380,7 @@ impl Pack {
             let source = match (kind_id, source_id) {
                 (_, 0) => None,
                 (format::KIND_TEXTURE, id) => Some(TextureSource {
-                    kind: SourceKind::from_id(id).ok_or_else(|| {
+                    kind: TextureSourceKind::from_id(id).ok_or_else(|| {
                         corrupt(
                             p,
                             &what,

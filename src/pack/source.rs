@@ -9,7 +9,7 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
-pub enum SourceKind {
+pub enum TextureSourceKind {
     /// A PNG image, block-compressed by the packer.
     Png,
     /// A JPEG image, block-compressed by the packer.
@@ -30,17 +30,17 @@ pub enum SourceKind {
     BasisEtc1s,
 }
 
-impl SourceKind {
+impl TextureSourceKind {
     /// Every kind, in id order (id = index + 1; 0 means "not recorded").
-    pub const ALL: [SourceKind; 8] = [
-        SourceKind::Png,
-        SourceKind::Jpeg,
-        SourceKind::Dds,
-        SourceKind::Ktx2,
-        SourceKind::Ktx2Zstd,
-        SourceKind::BasisUastc,
-        SourceKind::BasisUastcZstd,
-        SourceKind::BasisEtc1s,
+    pub const ALL: [TextureSourceKind; 8] = [
+        TextureSourceKind::Png,
+        TextureSourceKind::Jpeg,
+        TextureSourceKind::Dds,
+        TextureSourceKind::Ktx2,
+        TextureSourceKind::Ktx2Zstd,
+        TextureSourceKind::BasisUastc,
+        TextureSourceKind::BasisUastcZstd,
+        TextureSourceKind::BasisEtc1s,
     ];
 
     /// The id byte stored in the asset entry (never 0).
@@ -53,26 +53,26 @@ impl SourceKind {
 
     /// The kind for an asset-entry id byte; `None` for 0 (not recorded)
     /// and for ids this reader does not know.
-    pub fn from_id(id: u8) -> Option<SourceKind> {
+    pub fn from_id(id: u8) -> Option<TextureSourceKind> {
         Self::ALL.get(usize::from(id).checked_sub(1)?).copied()
     }
 
     /// The name `info` shows (`png`, `ktx2+zstd`, `basis-uastc`).
     pub fn name(self) -> &'static str {
         match self {
-            SourceKind::Png => "png",
-            SourceKind::Jpeg => "jpeg",
-            SourceKind::Dds => "dds",
-            SourceKind::Ktx2 => "ktx2",
-            SourceKind::Ktx2Zstd => "ktx2+zstd",
-            SourceKind::BasisUastc => "basis-uastc",
-            SourceKind::BasisUastcZstd => "basis-uastc+zstd",
-            SourceKind::BasisEtc1s => "basis-etc1s",
+            TextureSourceKind::Png => "png",
+            TextureSourceKind::Jpeg => "jpeg",
+            TextureSourceKind::Dds => "dds",
+            TextureSourceKind::Ktx2 => "ktx2",
+            TextureSourceKind::Ktx2Zstd => "ktx2+zstd",
+            TextureSourceKind::BasisUastc => "basis-uastc",
+            TextureSourceKind::BasisUastcZstd => "basis-uastc+zstd",
+            TextureSourceKind::BasisEtc1s => "basis-etc1s",
         }
     }
 }
 
-impl std::fmt::Display for SourceKind {
+impl std::fmt::Display for TextureSourceKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
@@ -82,7 +82,7 @@ impl std::fmt::Display for SourceKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct TextureSource {
     /// The kind of file it was packed from.
-    pub kind: SourceKind,
+    pub kind: TextureSourceKind,
     /// Microseconds the packer spent turning the file's contents into the
     /// texture's mips (decoding, block-compressing, decompressing,
     /// transcoding; saturating at `u32::MAX`). 0 when the file was taken as
@@ -96,11 +96,11 @@ mod tests {
 
     #[test]
     fn ids_round_trip_and_zero_means_not_recorded() {
-        for k in SourceKind::ALL {
+        for k in TextureSourceKind::ALL {
             assert_ne!(k.id(), 0);
-            assert_eq!(SourceKind::from_id(k.id()), Some(k));
+            assert_eq!(TextureSourceKind::from_id(k.id()), Some(k));
         }
-        assert_eq!(SourceKind::from_id(0), None);
-        assert_eq!(SourceKind::from_id(200), None);
+        assert_eq!(TextureSourceKind::from_id(0), None);
+        assert_eq!(TextureSourceKind::from_id(200), None);
     }
 }

@@ -526,8 +526,7 @@ fn noop_failures(
     let Some(first) = &rec.first_failure else {
         return Ok(0);
     };
-    let not_run =
-        matches!(&*first.error, RequestError::GpuDecode { failure, .. } if failure.status() == Some(gpustream::decode::Lz4Status::NotRun));
+    let not_run = matches!(&*first.error, RequestError::GpuDecode { failure, .. } if failure.status() == Some(gpustream::decode::Lz4Status::NotRun));
     if plan.noop && not_run && d.completed + d.failed == d.requests {
         return Ok(d.failed / plan.iters.max(1) as u64);
     }

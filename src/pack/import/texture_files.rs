@@ -11,7 +11,7 @@ use crate::pack::basis::transcode_ktx2;
 use crate::pack::dds::read_dds;
 use crate::pack::ktx2::{parse_layout, read_ktx2};
 use crate::pack::{
-    full_mip_count, AssetId, PackError, PackWriter, SourceKind, TextureFormat, TextureSource,
+    full_mip_count, AssetId, PackError, PackWriter, TextureFormat, TextureSource, TextureSourceKind,
 };
 use std::path::Path;
 use std::time::Instant;
@@ -58,13 +58,13 @@ pub fn load_texture(
     let (t, kind) = match input_kind(path, bytes) {
         InputKind::Image => {
             let kind = if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
-                SourceKind::Jpeg
+                TextureSourceKind::Jpeg
             } else {
-                SourceKind::Png
+                TextureSourceKind::Png
             };
             (encode_texture(&decode_image(path, bytes)?, opts), kind)
         }
-        InputKind::Dds => (dds_texture(path, bytes, opts)?, SourceKind::Dds),
+        InputKind::Dds => (dds_texture(path, bytes, opts)?, TextureSourceKind::Dds),
         InputKind::Ktx2 => {
             let layout = parse_layout(path, bytes)?;
             if layout.vk_format == 0 {
@@ -80,9 +80,9 @@ pub fn load_texture(
             } else {
                 let k = read_ktx2(path, bytes)?;
                 let kind = if k.zstd {
-                    SourceKind::Ktx2Zstd
+                    TextureSourceKind::Ktx2Zstd
                 } else {
-                    SourceKind::Ktx2
+                    TextureSourceKind::Ktx2
                 };
                 let t = EncodedTexture {
                     format: k.format,
