@@ -716,7 +716,7 @@ fn a_pack_with_an_unknown_source_kind_or_a_blob_with_one_is_corrupt() {
 /// `ktx2_reader` (small files, all made here):
 /// `cargo test --release --test texture_sources -- --ignored write_fuzz_seeds`
 #[test]
-#[ignore]
+#[ignore = "a tool: rewrites the checked-in fuzz seeds under fuzz/seeds/"]
 fn write_fuzz_seeds() {
     let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds");
     let d = seeds.join("dds_reader");
@@ -828,7 +828,7 @@ fn write_fuzz_seeds() {
 /// and with zstd: pack time and ratio per kind (docs/results.md):
 /// `cargo test --release --test texture_sources -- --ignored --nocapture measure_source_kinds`
 #[test]
-#[ignore]
+#[ignore = "a measurement for docs/results.md, not a check: pack times on a shared machine"]
 fn measure_source_kinds() {
     use gpustream::pack::import::{decode_image, encode_texture};
     use std::time::Instant;
