@@ -393,3 +393,51 @@ fn fence_callback_and_future() {
     assert_eq!(pollster::block_on(f.reached(2)), 2);
     assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), 2);
 }
+
+/// Threads blocked in `enqueue` on a full queue are woken as requests
+/// finish (the queue wakes waiters only when there are some), and the
+/// capacity is never exceeded.
+#[test]
+fn enqueue_on_a_full_queue_waits_and_is_woken_by_completions() {
+    let rt = Arc::new(runtime());
+    let q = Arc::new(memory_queue(&rt, 128));
+    let mem = HostMemory::new(2000 * 4096);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let mut threads = Vec::new();
+    for t in 0..4usize {
+        let (q, mem, done_tx) = (q.clone(), mem.clone(), done_tx.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut most = 0;
+            for i in (t..2000).step_by(4) {
+                let d = block(i as u8, 4096);
+                q.enqueue(Request::new(
+                    lz4_source(&d),
+                    Destination::Memory {
+                        memory: mem.clone(),
+                        offset: i * 4096,
+                    },
+                ))
+                .unwrap();
+                most = most.max(q.in_flight());
+            }
+            done_tx.send(most).unwrap();
+        }));
+    }
+    // A lost wake-up would leave an enqueueing thread blocked for ever.
+    for _ in 0..4 {
+        let most = done_rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("an enqueueing thread was never woken");
+        assert!(most <= 128, "in flight {most} over the capacity");
+    }
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    assert!(f.wait_timeout(1, Duration::from_secs(60)));
+    let bytes = mem.to_vec().unwrap();
+    for i in (0..2000).step_by(97) {
+        assert_eq!(&bytes[i * 4096..(i + 1) * 4096], &block(i as u8, 4096)[..]);
+    }
+    assert_eq!(q.stats().completed, 2000);
+}

@@ -2,12 +2,12 @@
 //! flight, each job's parts left, and ending a job exactly once (done,
 //! failed or cancelled) so its queue can fire fences and status entries.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use crate::codec::Codec;
 use crate::completion::{Outcome, RequestFailure};
 
+use super::id_map::IdMap;
 use super::job::JobSpec;
 use super::plan::{BlockData, BlockSrc, Class, Part};
 use super::RequestError;
@@ -24,7 +24,7 @@ pub(crate) struct Job {
 /// The jobs in flight, by id.
 #[derive(Default)]
 pub(crate) struct JobTable {
-    jobs: HashMap<u64, Job>,
+    jobs: IdMap<u64, Job>,
     /// The most staging bytes in use at once, for the stats.
     pub staging_peak: u64,
     /// Whether CPU parts bound for the GPU are laid out by the CPU (see

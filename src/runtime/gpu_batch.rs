@@ -24,7 +24,7 @@
 //! when it runs out of work). Two batches' buffers exist, so one fills while
 //! the other is on the GPU.
 
-use std::collections::HashMap;
+use super::id_map::IdMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -168,7 +168,7 @@ pub(crate) struct GpuBatcher {
     res: Vec<Res>,
     free: Vec<usize>,
     open: Option<Open>,
-    in_flight: HashMap<usize, InFlight>,
+    in_flight: IdMap<usize, InFlight>,
     caps: BatchCaps,
     /// Why the GPU can no longer be used (wgpu panicked in the poll thread).
     lost: Option<String>,
@@ -179,8 +179,8 @@ pub(crate) struct GpuBatcher {
     software: bool,
     /// Parts copied straight out of a chunk (software adapters), by chunk:
     /// they end when that chunk's copy submission is done.
-    direct: HashMap<usize, Vec<Part>>,
-    /// Time spent inside `Queue::submit`, for the stats.
+    direct: IdMap<usize, Vec<Part>>,
+    /// CPU time spent inside `Queue::submit`, for the stats.
     submit_ns: Arc<AtomicU64>,
 }
 
@@ -224,12 +224,12 @@ impl GpuBatcher {
             res,
             free: vec![1, 0],
             open: None,
-            in_flight: HashMap::new(),
+            in_flight: IdMap::default(),
             caps,
             lost: None,
             noop,
             software,
-            direct: HashMap::new(),
+            direct: IdMap::default(),
             submit_ns,
         })
     }
@@ -382,10 +382,12 @@ impl GpuBatcher {
 
     fn submit(&self, enc: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
         let buf = enc.finish();
-        let t0 = Instant::now();
+        let t0 = super::stats::thread_cpu_ns();
         let index = self.queue.submit([buf]);
-        self.submit_ns
-            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.submit_ns.fetch_add(
+            super::stats::thread_cpu_ns().saturating_sub(t0),
+            Ordering::Relaxed,
+        );
         index
     }
 

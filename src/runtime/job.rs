@@ -77,8 +77,18 @@ pub(crate) struct JobCtl {
     pub tag: u64,
     cancelled: AtomicBool,
     gate: RwLock<()>,
-    gpu: Mutex<u32>,
+    /// GPU writes in flight, and whether `cancel` waits for them to end.
+    gpu: Mutex<GpuWrites>,
     gpu_idle: Condvar,
+}
+
+#[derive(Default)]
+struct GpuWrites {
+    pending: u32,
+    /// A canceller waits on `gpu_idle`. Only then does the last write wake
+    /// it: an unconditional notify is a futex syscall per part on the
+    /// submission thread (issue #10).
+    waited: bool,
 }
 
 impl JobCtl {
@@ -87,7 +97,7 @@ impl JobCtl {
             tag,
             cancelled: AtomicBool::new(false),
             gate: RwLock::new(()),
-            gpu: Mutex::new(0),
+            gpu: Mutex::new(GpuWrites::default()),
             gpu_idle: Condvar::new(),
         }
     }
@@ -108,15 +118,15 @@ impl JobCtl {
         if self.is_cancelled() {
             return false;
         }
-        *self.gpu.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.gpu.lock().unwrap_or_else(|e| e.into_inner()).pending += 1;
         true
     }
 
     /// A GPU write recorded by `begin_gpu` has landed.
     pub(crate) fn end_gpu(&self) {
         let mut n = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
-        *n = n.saturating_sub(1);
-        if *n == 0 {
+        n.pending = n.pending.saturating_sub(1);
+        if n.pending == 0 && n.waited {
             self.gpu_idle.notify_all();
         }
     }
@@ -130,7 +140,8 @@ impl JobCtl {
             self.cancelled.store(true, Ordering::Release);
         }
         let mut n = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
-        while *n > 0 {
+        while n.pending > 0 {
+            n.waited = true;
             n = self.gpu_idle.wait(n).unwrap_or_else(|e| e.into_inner());
         }
     }

@@ -30,6 +30,7 @@ mod cpu_decode;
 mod dispatcher;
 mod gpu_batch;
 mod gpu_direct;
+mod id_map;
 mod job;
 mod plan;
 mod queue;
@@ -392,9 +393,10 @@ impl Runtime {
         )
     }
 
-    /// The part of [`Self::submit_thread_busy`] spent inside wgpu's
-    /// `Queue::submit`. On wgpu's noop backend that includes executing the
-    /// recorded copies as host `memcpy`s, work a real GPU does by DMA.
+    /// CPU time the submission thread spent inside wgpu's `Queue::submit`
+    /// (thread CPU time, so preemption on a loaded machine does not count).
+    /// On wgpu's noop backend that includes executing the recorded copies
+    /// as host `memcpy`s, work a real GPU does by DMA.
     pub fn wgpu_submit_time(&self) -> std::time::Duration {
         std::time::Duration::from_nanos(
             self.shared

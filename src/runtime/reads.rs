@@ -10,7 +10,7 @@
 //!   CPU parts bound for the GPU reserve their output slot in staging when
 //!   the run is issued, so a read never waits for staging after it lands.
 
-use std::collections::HashMap;
+use super::id_map::IdMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -61,10 +61,10 @@ pub(crate) enum Landed {
 
 /// The read stage's state (see the module docs).
 pub(crate) struct Reads {
-    runs: HashMap<u64, Run>,
+    runs: IdMap<u64, Run>,
     next_run: u64,
     /// Bounce buffers in flight per run id: parts left, bytes, the buffer.
-    bounce_runs: HashMap<u64, (usize, u64, Arc<AlignedBuf>)>,
+    bounce_runs: IdMap<u64, (usize, u64, Arc<AlignedBuf>)>,
     /// Bounce buffers of `bounce_cap` bytes kept for reuse: allocating a
     /// fresh zeroed megabyte per read cost page faults and page clearing
     /// worth a fifth of the CPU path's time.
@@ -77,9 +77,9 @@ pub(crate) struct Reads {
 impl Reads {
     pub fn new(max_read: usize, bounce_limit: u64) -> Reads {
         Reads {
-            runs: HashMap::new(),
+            runs: IdMap::default(),
             next_run: 1,
-            bounce_runs: HashMap::new(),
+            bounce_runs: IdMap::default(),
             bounce_pool: Vec::new(),
             bounce_cap: max_read + (16 << 10),
             bounce_bytes: 0,

@@ -98,7 +98,7 @@ pub struct HostSide {
     pub submit_busy_s_per_gb: f64,
     /// CPU seconds the submission thread ran per GB delivered (schedstat).
     pub submit_cpu_s_per_gb: Option<f64>,
-    /// Seconds of the submission thread's time spent inside wgpu's
+    /// CPU seconds of the submission thread spent inside wgpu's
     /// `Queue::submit`, per GB (`Runtime::wgpu_submit_time`). On the noop
     /// backend this is where the recorded copies run, as host memcpys that
     /// a GPU would do by DMA.
