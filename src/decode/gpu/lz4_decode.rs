@@ -14,6 +14,8 @@ use wgpu::util::DeviceExt;
 const SHADER_MAIN: &str = include_str!("../../../shaders/lz4_decode.wgsl");
 const SHADER_TAIL_PORTABLE: &str = include_str!("../../../shaders/lz4_tail_portable.wgsl");
 const SHADER_TAIL_SUBGROUP: &str = include_str!("../../../shaders/lz4_tail_subgroup.wgsl");
+const SHADER_OUTPUT_WORDS: &str = include_str!("../../../shaders/lz4_output_words.wgsl");
+const SHADER_OUTPUT_QUADS: &str = include_str!("../../../shaders/lz4_output_quads.wgsl");
 const SHADER_V2: &str = include_str!("../../../shaders/lz4_decode_v2.wgsl");
 const SHADER_WINDOW_PORTABLE: &str = include_str!("../../../shaders/lz4_window_portable.wgsl");
 const SHADER_WINDOW_SUBGROUP: &str = include_str!("../../../shaders/lz4_window_subgroup.wgsl");
@@ -94,7 +96,14 @@ pub fn shader_source(path: Lz4DecodePath) -> String {
     } else {
         ("", SHADER_TAIL_PORTABLE)
     };
-    let mut source = format!("{SHADER_MAIN}\n{tail}\n");
+    // v1 binds the output as words, v2 as 16-byte units (for its vec4
+    // stores); the shared helpers reach it through the include's accessors.
+    let output = if path.is_v2() {
+        SHADER_OUTPUT_QUADS
+    } else {
+        SHADER_OUTPUT_WORDS
+    };
+    let mut source = format!("{SHADER_MAIN}\n{output}\n{tail}\n");
     if path.is_v2() {
         let window = if path.needs_subgroups() {
             SHADER_WINDOW_SUBGROUP
@@ -182,6 +191,16 @@ pub enum Lz4EncodeError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// The v2 variants bind the output as 16-byte units (for their vec4
+    /// stores), so the output buffer's size must be a multiple of 16: the
+    /// last bytes of any other size could not be reached.
+    #[error("output buffer of {size} bytes: the {path:?} decoder binds it as 16-byte units, so its size must be a multiple of 16")]
+    OutputNotWholeUnits {
+        /// The variant.
+        path: Lz4DecodePath,
+        /// The output buffer's size.
+        size: u64,
+    },
     /// Two blocks' output ranges overlap.
     #[error("blocks {first} and {second} write overlapping output ranges")]
     Overlap {
@@ -264,7 +283,9 @@ impl Lz4DecodePipeline {
     ///
     /// `input` is the range of staging memory the descriptors' `src_offset`
     /// count from (its offset must meet the device's storage-offset
-    /// alignment, its size be a multiple of 4); `descs` holds at least
+    /// alignment, its size be a multiple of 4); `output`'s size must be a
+    /// multiple of 4, and of 16 for the v2 variants
+    /// ([`Lz4EncodeError::OutputNotWholeUnits`]); `descs` holds at least
     /// `block_count` [`Lz4BlockDesc`]s; block `i` writes its output range of
     /// `output` and the status word `i` of `status` (see
     /// [`Lz4Status::from_word`]). Clear `status` to 0 first if you want to
@@ -313,6 +334,12 @@ impl Lz4DecodePipeline {
     ) -> Result<(), Lz4EncodeError> {
         if block_count == 0 {
             return Ok(());
+        }
+        if self.path.is_v2() && !output.size().is_multiple_of(16) {
+            return Err(Lz4EncodeError::OutputNotWholeUnits {
+                path: self.path,
+                size: output.size(),
+            });
         }
         let grid = check_batch(
             device,
@@ -468,7 +495,7 @@ pub fn decode_blocks_with(
             let (src, size) = blocks[end];
             let next_in = in_len + src.len() as u64;
             let next_out = out_len + (size as u64).next_multiple_of(4);
-            if end > start && (next_in + 4 > max_binding || next_out + 4 > max_binding) {
+            if end > start && (next_in + 4 > max_binding || next_out + 16 > max_binding) {
                 break;
             }
             in_len = next_in;
@@ -512,7 +539,8 @@ fn decode_batch(
         }
     }
     input.resize(input.len().next_multiple_of(4).max(4), 0);
-    let out_len = out_len.max(4);
+    // A multiple of 16 for every variant (v2 binds 16-byte units).
+    let out_len = out_len.next_multiple_of(16).max(16);
 
     let input_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("lz4 input"),
