@@ -20,8 +20,8 @@
 //! is one whose output exceeds the device's storage-binding limit.
 //!
 //! Run: `WGPU_BACKEND=vulkan cargo bench --bench gpu_lz4 -- [options]`
-//! - `--paths subgroup-v2,portable-v2,subgroup,portable` (default: every
-//!   variant the device runs)
+//! - `--paths subgroup-v2,portable-v2,subgroup-v2-wide,portable-v2-wide,subgroup,portable`
+//!   (default: every variant the device runs; `-wide`: v2 with 16-byte stores)
 //! - `--batches 64,256,1024` (default 1024,2048,4096,8192,16384)
 //! - `--corpora demo,bc7,binary` (default all three)
 //! - `--runs N` timed runs per batch, median reported (default 5)

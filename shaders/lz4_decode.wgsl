@@ -36,7 +36,8 @@
 // bits, input position relative to src_offset in the high 24 bits).
 
 // The pipeline appends the output binding (lz4_output_words.wgsl for this
-// entry point, lz4_output_quads.wgsl for v2's), one of
+// entry point and v2 with word stores, lz4_output_quads.wgsl for v2 with
+// 16-byte stores), one of
 // lz4_tail_portable.wgsl / lz4_tail_subgroup.wgsl (which defines
 // sequence_tail) and, for the subgroup path, puts the
 // subgroup_invocation_id parameter (sg_lane) in place of the
@@ -86,7 +87,8 @@ struct Params {
 @group(0) @binding(0) var<storage, read> input: array<u32>;
 @group(0) @binding(1) var<storage, read> descs: array<BlockDesc>;
 // Binding 2, `output`, is declared by the pipeline's output include:
-// lz4_output_words.wgsl (v1: array<u32>) or lz4_output_quads.wgsl (v2:
+// lz4_output_words.wgsl (v1 and v2 with word stores: array<u32>) or
+// lz4_output_quads.wgsl (v2 with 16-byte stores:
 // array<vec4<u32>>, for 16-byte stores). Everything here reaches it through
 // out_load / out_store / out_words, so both entry points share these helpers.
 @group(0) @binding(3) var<storage, read_write> status: array<u32>;

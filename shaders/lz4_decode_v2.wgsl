@@ -1,10 +1,14 @@
 // LZ4 block decoder, v2 entry point (`lz4_decode_v2`; twin:
 // src/decode/cpu_twin/lz4_decode_v2.rs). The pipeline appends this file to
 // lz4_decode.wgsl (whose helpers it shares: descriptor check, sequence
-// words, pending tail, finish_block), the output binding as 16-byte units
-// (lz4_output_quads.wgsl) and one header window:
+// words, pending tail, finish_block), the output binding (16-byte units,
+// lz4_output_quads.wgsl, for the variants with 16-byte stores; words,
+// lz4_output_words.wgsl, for the others) and one header window:
 // lz4_window_subgroup.wgsl or lz4_window_portable.wgsl. Those define
 // `override WIN` (words in the window), window_load and window_byte.
+// The pipeline sets `override WIDE` (below): one source for v2 with word
+// stores (SubgroupV2, PortableV2) and with 16-byte stores (the *V2Wide
+// variants).
 //
 // What changes from v1 (docs/gpu-decode.md, "v2"):
 // - Sequence headers come from a window of WIN input words held one per
@@ -15,15 +19,21 @@
 //   since the last barrier (tracked as the first such word, `dirty`);
 //   literal-only passes and matches reaching further back need none.
 // - The linear layout's pass addresses words without the per-word row
-//   arithmetic, and a pass of more than WG words writes the words of each
-//   16-byte-aligned unit of the output buffer with one vec4 store (the output is bound as
-//   array<vec4<u32>>, lz4_output_quads.wgsl): lane i takes unit i, i + WG,
+//   arithmetic. With WIDE, a pass of more than WG words writes the words of
+//   each 16-byte-aligned unit of the output buffer with one vec4 store (the
+//   output is bound as array<vec4<u32>>, lz4_output_quads.wgsl): lane i takes unit i, i + WG,
 //   ...; the up to three words before the first unit and after the last are
 //   single stores. A unit whose 16 bytes are one contiguous run of final
 //   bytes (literals, or a match that does not wrap inside them and reads
 //   earlier output) is copied as a run; any other unit is put together word
 //   by word exactly as the single stores would be. Either way a unit reads
 //   only bytes the pending-word rule already makes final before the pass.
+
+// Whether long linear passes use 16-byte stores (true: the *V2Wide
+// variants, output bound as 16-byte units) or one word store per lane and
+// word, as v2 did before them (false). Set by the pipeline; a constant to
+// the driver's compiler, so the branch not taken is dead code there.
+override WIDE: bool;
 
 // No output word written since the last barrier.
 const NO_WORD: u32 = 0xffffffffu;
@@ -98,7 +108,7 @@ fn output_quad(dst: Layout, pos: u32) -> vec4<u32> {
     let i = dst.word0 + (pos >> 2u);
     let shift = (pos & 3u) * 8u;
     if (shift == 0u && (i & 3u) == 0u) {
-        return output[i >> 2u];
+        return out_load_quad(i >> 2u);
     }
     let a = out_load(i);
     let b = out_load(i + 1u);
@@ -300,7 +310,7 @@ fn lz4_decode_v2(
         let first_word = op >> 2u;
         let end_word = seq.end >> 2u;
         let words = end_word - first_word;
-        if (dst.row_words == 0u && words > WG) {
+        if (WIDE && dst.row_words == 0u && words > WG) {
             // A long linear pass. Block word w is buffer word base + w.
             // Words up to the first 16-byte boundary (head) and after the
             // last whole unit (tail) are single stores, at most three each
@@ -328,14 +338,20 @@ fn lz4_decode_v2(
                 }
             }
         } else if (dst.row_words == 0u) {
-            // A short linear pass (at most WG words) is one store per lane
-            // already: units would not save a store instruction, and the
-            // head/tail/unit branches would each run (lavapipe measured
+            // A linear pass with word stores: every pass without WIDE, and
+            // a short one (at most WG words) with it, which is one store per
+            // lane already: units would not save a store instruction, and
+            // the head/tail/unit branches would each run (lavapipe measured
             // v2 2-3x slower with units on every pass; a GPU warp also runs
             // every branch one of its lanes takes).
             if (lane < words) {
                 let w = first_word + lane;
                 out_store(dst.word0 + w, sequence_word(dst, seq, w * 4u));
+            }
+            if (words > WG) {
+                for (var w = first_word + WG + lane; w < end_word; w = w + WG) {
+                    out_store(dst.word0 + w, sequence_word(dst, seq, w * 4u));
+                }
             }
         } else {
             // Rows: a row's words need not be contiguous or 16-byte aligned

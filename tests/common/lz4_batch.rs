@@ -83,8 +83,8 @@ impl Lz4Batch {
         bytemuck::pod_collect_to_vec(&bytes)
     }
 
-    /// Words in the output buffer: a multiple of 4 (the v2 variants bind
-    /// it as 16-byte units), at least 4.
+    /// Words in the output buffer: a multiple of 4 (the v2 variants with
+    /// 16-byte stores bind it as 16-byte units), at least 4.
     pub fn output_words(&self) -> usize {
         (self.output_len.div_ceil(16) as usize).max(1) * 4
     }
@@ -113,7 +113,7 @@ impl Lz4Batch {
     }
 
     /// Runs the twin of `pipeline`'s variant (v1 or v2, with its window
-    /// size) over the batch, like [`Self::run_twin`], and adds up what the
+    /// size, lane count and 16-byte stores or not) over the batch, like [`Self::run_twin`], and adds up what the
     /// v2 twin counts (sequences, barriers, window loads, wide and word
     /// stores; v1's barriers are counted as one per pass and all its stores
     /// as single words, as it runs them).
@@ -136,6 +136,7 @@ impl Lz4Batch {
                         &mut output,
                         pipeline.window_words(),
                         pipeline.workgroup_size(),
+                        pipeline.path().is_wide(),
                     );
                     total.sequences += counts.sequences;
                     total.barriers += counts.barriers;
@@ -148,10 +149,10 @@ impl Lz4Batch {
                     // Counted with a v2 run first (same sequences; it writes
                     // the same words v1 then writes again); v1 barriers after
                     // each pass, every word a single store.
-                    let (_, counts) = lz4_decode_v2_counted(d, &input, &mut output, 32, 32);
+                    let (_, counts) = lz4_decode_v2_counted(d, &input, &mut output, 32, 32, false);
                     total.sequences += counts.sequences;
                     total.barriers += counts.sequences;
-                    total.word_stores += counts.word_stores + 4 * counts.wide_stores;
+                    total.word_stores += counts.word_stores;
                     lz4_decode(d, &input, &mut output)
                 }
             })

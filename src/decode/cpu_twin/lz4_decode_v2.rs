@@ -32,15 +32,16 @@ pub struct Lz4DecodeCounts {
     pub barriers: u32,
     /// Window loads (one coalesced load of `WIN` words each).
     pub window_loads: u32,
-    /// 16-byte (vec4) stores: the aligned units of linear passes of more
-    /// than `WG` words.
+    /// 16-byte (vec4) stores: with `WIDE`, the aligned units of linear
+    /// passes of more than `WG` words; none without.
     pub wide_stores: u32,
     /// Of the wide stores, those whose 16 bytes were copied as one run
     /// (literals, or a match that does not wrap inside them); the others
     /// were put together word by word.
     pub wide_copies: u32,
-    /// Single-word stores: the head and tail words of long linear passes,
-    /// every word of shorter ones and of row-layout passes.
+    /// Single-word stores: without `WIDE` every word; with it, the head and
+    /// tail words of long linear passes, every word of shorter ones and of
+    /// row-layout passes.
     pub word_stores: u32,
 }
 
@@ -177,18 +178,20 @@ pub fn lz4_decode_v2(
     output: &mut [u32],
     window_words: u32,
 ) -> u32 {
-    lz4_decode_v2_counted(desc, input, output, window_words, window_words).0
+    lz4_decode_v2_counted(desc, input, output, window_words, window_words, false).0
 }
 
 /// [`lz4_decode_v2`], also returning what the decode did, counted for a
-/// workgroup of `lanes` lanes (the shader's `WG`: only passes of more than
-/// `lanes` words use 16-byte stores; the bytes written do not depend on it).
+/// workgroup of `lanes` lanes (the shader's `WG`) with or without 16-byte
+/// stores (the shader's `WIDE`: with them, only passes of more than `lanes`
+/// words use them). The bytes written depend on neither.
 pub fn lz4_decode_v2_counted(
     desc: &Lz4BlockDesc,
     input: &[u32],
     output: &mut [u32],
     window_words: u32,
     lanes: u32,
+    wide: bool,
 ) -> (u32, Lz4DecodeCounts) {
     let lanes = lanes.max(4);
     let mut counts = Lz4DecodeCounts::default();
@@ -323,7 +326,7 @@ pub fn lz4_decode_v2_counted(
         let first_word = op >> 2;
         let end_word = seq.end >> 2;
         stores.clear();
-        if dst.row_words == 0 && end_word - first_word > lanes {
+        if wide && dst.row_words == 0 && end_word - first_word > lanes {
             // A long linear pass: head words up to the first 16-byte
             // boundary of the buffer, whole units, tail words after the
             // last unit. (Shorter passes are one store per lane already.)
@@ -453,15 +456,22 @@ mod tests {
             let mut expected = vec![0xA5A5_A5A5u32; out_words];
             let want = lz4_decode(&desc, &input, &mut expected);
             for win in [4, 8, 16, 32, 64] {
-                let mut got = vec![0xA5A5_A5A5u32; out_words];
-                let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut got, win, win);
-                assert_eq!(word, want, "seed {seed}, window {win}: status");
-                assert!(got == expected, "seed {seed}, window {win}: output");
-                assert!(counts.barriers <= counts.sequences);
-                checked += 1;
+                for wide in [false, true] {
+                    let mut got = vec![0xA5A5_A5A5u32; out_words];
+                    let (word, counts) =
+                        lz4_decode_v2_counted(&desc, &input, &mut got, win, win, wide);
+                    let what = format!("seed {seed}, window {win}, wide {wide}");
+                    assert_eq!(word, want, "{what}: status");
+                    assert!(got == expected, "{what}: output");
+                    assert!(counts.barriers <= counts.sequences);
+                    if !wide {
+                        assert_eq!(counts.wide_stores, 0, "{what}");
+                    }
+                    checked += 1;
+                }
             }
         }
-        assert_eq!(checked, 300);
+        assert_eq!(checked, 600);
     }
 
     /// Far fewer barriers than v1's one per pass on ordinary data, and at
@@ -473,7 +483,7 @@ mod tests {
         let input = words(&packed, 0);
         let desc = Lz4BlockDesc::linear(0, packed.len() as u32, 0, data.len() as u32);
         let mut out = vec![0u32; data.len() / 4];
-        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 32, 32);
+        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 32, 32, false);
         assert_eq!(word & 0xff, status_code::OK);
         assert_eq!(bytemuck::cast_slice::<u32, u8>(&out), &data[..]);
         assert!(counts.barriers * 2 < counts.sequences, "{counts:?}");
@@ -485,7 +495,7 @@ mod tests {
         let input = words(&packed, 0);
         let desc = Lz4BlockDesc::linear(0, packed.len() as u32, 0, src.len() as u32);
         let mut out = vec![0u32; src.len().div_ceil(4)];
-        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8);
+        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8, false);
         assert_eq!(word & 0xff, status_code::OK);
         assert_eq!(
             &bytemuck::cast_slice::<u32, u8>(&out)[..src.len()],
@@ -495,7 +505,8 @@ mod tests {
     }
 
     /// Decodes a hand-built block on the v2 twin (window and WG 8, output at byte
-    /// 0, linear) and checks it against the v1 twin and `want`.
+    /// 0, linear) with 16-byte stores and checks it against the v1 twin and
+    /// `want`; also without them, where every word is a single store.
     fn decode_counted(block: &[u8], want: &[u8]) -> Lz4DecodeCounts {
         let input = words(block, 0);
         let desc = Lz4BlockDesc::linear(0, block.len() as u32, 0, want.len() as u32);
@@ -503,10 +514,26 @@ mod tests {
         let mut v1 = vec![0xA5A5_A5A5u32; n];
         assert_eq!(lz4_decode(&desc, &input, &mut v1) & 0xff, status_code::OK);
         let mut out = vec![0xA5A5_A5A5u32; n];
-        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8);
+        let (word, narrow) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8, false);
+        assert_eq!(word & 0xff, status_code::OK);
+        assert!(out == v1);
+        assert_eq!(
+            (narrow.wide_stores, narrow.word_stores),
+            (0, want.len() as u32 / 4)
+        );
+        let mut out = vec![0xA5A5_A5A5u32; n];
+        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8, true);
         assert_eq!(word & 0xff, status_code::OK);
         assert_eq!(&bytemuck::cast_slice::<u32, u8>(&out)[..want.len()], want);
         assert!(out == v1);
+        assert_eq!(
+            4 * counts.wide_stores + counts.word_stores,
+            narrow.word_stores
+        );
+        assert_eq!(
+            (counts.sequences, counts.barriers),
+            (narrow.sequences, narrow.barriers)
+        );
         counts
     }
 

@@ -41,13 +41,22 @@ pub enum Lz4DecodePath {
     /// v2 without subgroups: the same loop and barrier rule, headers read
     /// from the input binding; 32-lane workgroups.
     PortableV2,
+    /// [`Self::SubgroupV2`] with 16-byte stores: a linear pass of more than
+    /// `WG` words writes its 16-byte-aligned units with one vec4 store per
+    /// lane (the output is bound as `array<vec4<u32>>`, so its size must be
+    /// a multiple of 16). Same shader source, `override WIDE = true`.
+    SubgroupV2Wide,
+    /// [`Self::PortableV2`] with the 16-byte stores of [`Self::SubgroupV2Wide`].
+    PortableV2Wide,
 }
 
 impl Lz4DecodePath {
-    /// Every variant, v2 first.
-    pub const ALL: [Lz4DecodePath; 4] = [
+    /// Every variant, v2 first (word stores, then 16-byte stores).
+    pub const ALL: [Lz4DecodePath; 6] = [
         Lz4DecodePath::SubgroupV2,
         Lz4DecodePath::PortableV2,
+        Lz4DecodePath::SubgroupV2Wide,
+        Lz4DecodePath::PortableV2Wide,
         Lz4DecodePath::Subgroup,
         Lz4DecodePath::Portable,
     ];
@@ -59,6 +68,8 @@ impl Lz4DecodePath {
             Lz4DecodePath::Portable => "portable",
             Lz4DecodePath::SubgroupV2 => "subgroup-v2",
             Lz4DecodePath::PortableV2 => "portable-v2",
+            Lz4DecodePath::SubgroupV2Wide => "subgroup-v2-wide",
+            Lz4DecodePath::PortableV2Wide => "portable-v2-wide",
         }
     }
 
@@ -69,12 +80,33 @@ impl Lz4DecodePath {
 
     /// Whether the variant needs `wgpu::Features::SUBGROUP`.
     pub fn needs_subgroups(self) -> bool {
-        matches!(self, Lz4DecodePath::Subgroup | Lz4DecodePath::SubgroupV2)
+        matches!(
+            self,
+            Lz4DecodePath::Subgroup | Lz4DecodePath::SubgroupV2 | Lz4DecodePath::SubgroupV2Wide
+        )
     }
 
     /// Whether the variant runs the v2 entry point.
     pub fn is_v2(self) -> bool {
-        matches!(self, Lz4DecodePath::SubgroupV2 | Lz4DecodePath::PortableV2)
+        matches!(
+            self,
+            Lz4DecodePath::SubgroupV2
+                | Lz4DecodePath::PortableV2
+                | Lz4DecodePath::SubgroupV2Wide
+                | Lz4DecodePath::PortableV2Wide
+        )
+    }
+
+    /// Whether the variant writes long linear passes with 16-byte stores
+    /// (v2's `override WIDE`). Only these bind the output as 16-byte units
+    /// and need an output buffer of a multiple of 16 bytes
+    /// ([`Lz4EncodeError::OutputNotWholeUnits`]); the others bind it as
+    /// words and store one word per lane, as v2 did before the wide stores.
+    pub fn is_wide(self) -> bool {
+        matches!(
+            self,
+            Lz4DecodePath::SubgroupV2Wide | Lz4DecodePath::PortableV2Wide
+        )
     }
 
     fn entry_point(self) -> &'static str {
@@ -96,9 +128,11 @@ pub fn shader_source(path: Lz4DecodePath) -> String {
     } else {
         ("", SHADER_TAIL_PORTABLE)
     };
-    // v1 binds the output as words, v2 as 16-byte units (for its vec4
-    // stores); the shared helpers reach it through the include's accessors.
-    let output = if path.is_v2() {
+    // v1 and v2 with word stores bind the output as words, v2 with 16-byte
+    // stores as 16-byte units (for its vec4 stores); the shared helpers
+    // reach it through the include's accessors. Whether v2's loop takes its
+    // 16-byte path is the pipeline constant WIDE (one v2 source).
+    let output = if path.is_wide() {
         SHADER_OUTPUT_QUADS
     } else {
         SHADER_OUTPUT_WORDS
@@ -119,8 +153,9 @@ pub fn shader_source(path: Lz4DecodePath) -> String {
 
 /// The variant [`Lz4DecodePipeline::new`] builds for `device`: the subgroup
 /// path where the device has `Features::SUBGROUP`, the portable one
-/// otherwise; v2 on real GPUs (built for them: fewer barriers, no per-lane
-/// header re-reads), v1 on CPU adapters (lavapipe, llvmpipe), where v1
+/// otherwise; v2 with word stores on real GPUs (built for them: fewer
+/// barriers, no per-lane header re-reads; the 16-byte-store variants wait
+/// for the H200 run), v1 on CPU adapters (lavapipe, llvmpipe), where v1
 /// measured 25-40% faster (docs/gpu-decode.md) because barriers cost a CPU
 /// driver little and v2's window bookkeeping is extra scalar work. The
 /// H200 run owed in docs/gpu-decode.md settles the GPU default.
@@ -191,9 +226,10 @@ pub enum Lz4EncodeError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// The v2 variants bind the output as 16-byte units (for their vec4
-    /// stores), so the output buffer's size must be a multiple of 16: the
-    /// last bytes of any other size could not be reached.
+    /// The v2 variants with 16-byte stores ([`Lz4DecodePath::is_wide`]) bind
+    /// the output as 16-byte units (for their vec4 stores), so the output
+    /// buffer's size must be a multiple of 16: the last bytes of any other
+    /// size could not be reached.
     #[error("output buffer of {size} bytes: the {path:?} decoder binds it as 16-byte units, so its size must be a multiple of 16")]
     OutputNotWholeUnits {
         /// The variant.
@@ -245,8 +281,13 @@ impl Lz4DecodePipeline {
         } else {
             (PORTABLE_WORKGROUP_SIZE, PORTABLE_WORKGROUP_SIZE)
         };
-        // WIN exists only in the v2 modules.
-        let constants = [("WG", workgroup_size as f64), ("WIN", window_words as f64)];
+        // WIN and WIDE exist only in the v2 modules.
+        let wide = if path.is_wide() { 1.0 } else { 0.0 };
+        let constants = [
+            ("WG", workgroup_size as f64),
+            ("WIN", window_words as f64),
+            ("WIDE", wide),
+        ];
         use Access::{Read, ReadWrite, Uniform};
         let kernel = Kernel::new(
             device,
@@ -254,7 +295,7 @@ impl Lz4DecodePipeline {
             &shader_source(path),
             path.entry_point(),
             &[Read, Read, ReadWrite, ReadWrite, Uniform],
-            &constants[..if path.is_v2() { 2 } else { 1 }],
+            &constants[..if path.is_v2() { 3 } else { 1 }],
         );
         Ok(Self {
             kernel,
@@ -284,7 +325,7 @@ impl Lz4DecodePipeline {
     /// `input` is the range of staging memory the descriptors' `src_offset`
     /// count from (its offset must meet the device's storage-offset
     /// alignment, its size be a multiple of 4); `output`'s size must be a
-    /// multiple of 4, and of 16 for the v2 variants
+    /// multiple of 4, and of 16 for the v2 variants with 16-byte stores
     /// ([`Lz4EncodeError::OutputNotWholeUnits`]); `descs` holds at least
     /// `block_count` [`Lz4BlockDesc`]s; block `i` writes its output range of
     /// `output` and the status word `i` of `status` (see
@@ -335,7 +376,7 @@ impl Lz4DecodePipeline {
         if block_count == 0 {
             return Ok(());
         }
-        if self.path.is_v2() && !output.size().is_multiple_of(16) {
+        if self.path.is_wide() && !output.size().is_multiple_of(16) {
             return Err(Lz4EncodeError::OutputNotWholeUnits {
                 path: self.path,
                 size: output.size(),
