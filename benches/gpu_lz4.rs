@@ -2,8 +2,9 @@
 //! output for batches of distinct 64 KiB blocks (no block is decoded twice in
 //! a batch), timed with GPU timestamp queries where the adapter has them
 //! (wall clock around submit and a full poll otherwise), with the
-//! compression ratio, the sequences, barriers and window loads per block (as
-//! the variant's twin counts them) and the one-thread lz4_flex figure on the
+//! compression ratio, the sequences, barriers, window loads, 16-byte stores
+//! and single-word stores per block (as the variant's twin counts them; v1
+//! stores every word singly) and the one-thread lz4_flex figure on the
 //! same blocks beside it. Every batch's output is checked against the
 //! original bytes after the warm-up run, before it is timed.
 //!
@@ -19,8 +20,8 @@
 //! is one whose output exceeds the device's storage-binding limit.
 //!
 //! Run: `WGPU_BACKEND=vulkan cargo bench --bench gpu_lz4 -- [options]`
-//! - `--paths subgroup-v2,portable-v2,subgroup,portable` (default: every
-//!   variant the device runs)
+//! - `--paths subgroup-v2,portable-v2,subgroup-v2-wide,portable-v2-wide,subgroup,portable`
+//!   (default: every variant the device runs; `-wide`: v2 with 16-byte stores)
 //! - `--batches 64,256,1024` (default 1024,2048,4096,8192,16384)
 //! - `--corpora demo,bc7,binary` (default all three)
 //! - `--runs N` timed runs per batch, median reported (default 5)
@@ -470,13 +471,13 @@ fn main() {
     }
 
     let mut rows = Vec::new();
-    println!("| corpus | path | lanes | blocks | MiB out | ratio | seq/block | barriers/block | window loads/block | GPU GB/s | wall GB/s | CPU lz4_flex 1 thread GB/s | GPU / CPU |");
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| corpus | path | lanes | blocks | MiB out | ratio | seq/block | barriers/block | window loads/block | wide stores/block | word stores/block | GPU GB/s | wall GB/s | CPU lz4_flex 1 thread GB/s | GPU / CPU |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for c in &corpora {
         for &n in &opts.batches {
             let skip = |why: String| {
                 println!(
-                    "| {} | - | - | {n} | - | - | - | - | - | skipped: {why} | | | |",
+                    "| {} | - | - | {n} | - | - | - | - | - | - | - | skipped: {why} | | | |",
                     c.name
                 );
             };
@@ -533,6 +534,9 @@ fn main() {
                     "sequences_per_block": counts.sequences as f64 / sampled,
                     "barriers_per_block": counts.barriers as f64 / sampled,
                     "window_loads_per_block": counts.window_loads as f64 / sampled,
+                    "wide_stores_per_block": counts.wide_stores as f64 / sampled,
+                    "wide_copies_per_block": counts.wide_copies as f64 / sampled,
+                    "word_stores_per_block": counts.word_stores as f64 / sampled,
                     "gpu_gbps": gpu_gbps,
                     "wall_gbps": wall_gbps,
                     "cpu_lz4_flex_1thread_gbps": cpu,
@@ -540,7 +544,7 @@ fn main() {
                     "timing": timing,
                 });
                 println!(
-                    "| {} | {} | {} | {n} | {} | {ratio:.2} | {:.0} | {:.0} | {:.0} | {} | {wall_gbps:.3} | {cpu:.2} | {:.3} |",
+                    "| {} | {} | {} | {n} | {} | {ratio:.2} | {:.0} | {:.0} | {:.0} | {:.0} | {:.0} | {} | {wall_gbps:.3} | {cpu:.2} | {:.3} |",
                     c.name,
                     pipeline.path().name(),
                     pipeline.workgroup_size(),
@@ -548,6 +552,8 @@ fn main() {
                     counts.sequences as f64 / sampled,
                     counts.barriers as f64 / sampled,
                     counts.window_loads as f64 / sampled,
+                    counts.wide_stores as f64 / sampled,
+                    counts.word_stores as f64 / sampled,
                     gpu_gbps.map_or("-".into(), |g| format!("{g:.3}")),
                     gpu_gbps.unwrap_or(wall_gbps) / cpu
                 );

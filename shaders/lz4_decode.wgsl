@@ -35,8 +35,11 @@
 // the first error and reports it in its status word (code in the low 8
 // bits, input position relative to src_offset in the high 24 bits).
 
-// The pipeline appends one of lz4_tail_portable.wgsl / lz4_tail_subgroup.wgsl
-// (which defines sequence_tail) and, for the subgroup path, puts the
+// The pipeline appends the output binding (lz4_output_words.wgsl for this
+// entry point and v2 with word stores, lz4_output_quads.wgsl for v2 with
+// 16-byte stores), one of
+// lz4_tail_portable.wgsl / lz4_tail_subgroup.wgsl (which defines
+// sequence_tail) and, for the subgroup path, puts the
 // subgroup_invocation_id parameter (sg_lane) in place of the
 // /*@SUBGROUP_LANE_PARAM@*/ marker below; the portable include defines
 // sg_lane as a constant instead. (wgpu 30's naga rejects the
@@ -83,7 +86,11 @@ struct Params {
 
 @group(0) @binding(0) var<storage, read> input: array<u32>;
 @group(0) @binding(1) var<storage, read> descs: array<BlockDesc>;
-@group(0) @binding(2) var<storage, read_write> output: array<u32>;
+// Binding 2, `output`, is declared by the pipeline's output include:
+// lz4_output_words.wgsl (v1 and v2 with word stores: array<u32>) or
+// lz4_output_quads.wgsl (v2 with 16-byte stores:
+// array<vec4<u32>>, for 16-byte stores). Everything here reaches it through
+// out_load / out_store / out_words, so both entry points share these helpers.
 @group(0) @binding(3) var<storage, read_write> status: array<u32>;
 @group(0) @binding(4) var<uniform> params: Params;
 
@@ -138,18 +145,18 @@ fn phys_word(dst: Layout, w: u32) -> u32 {
 }
 
 fn output_byte(dst: Layout, pos: u32) -> u32 {
-    return (output[phys_word(dst, pos >> 2u)] >> ((pos & 3u) * 8u)) & 0xffu;
+    return (out_load(phys_word(dst, pos >> 2u)) >> ((pos & 3u) * 8u)) & 0xffu;
 }
 
 // Four output bytes starting at block position `pos`; the caller guarantees
 // all four were written in an earlier pass.
 fn output_word(dst: Layout, pos: u32) -> u32 {
     let shift = (pos & 3u) * 8u;
-    let lo = output[phys_word(dst, pos >> 2u)];
+    let lo = out_load(phys_word(dst, pos >> 2u));
     if (shift == 0u) {
         return lo;
     }
-    let hi = output[phys_word(dst, (pos >> 2u) + 1u)];
+    let hi = out_load(phys_word(dst, (pos >> 2u) + 1u));
     return (lo >> shift) | (hi << (32u - shift));
 }
 
@@ -259,7 +266,7 @@ const BAD_LAYOUT: u32 = 0xffffffffu;
 // every entry point.
 fn block_layout(desc: BlockDesc) -> Layout {
     let in_bytes = arrayLength(&input) * 4u;
-    let out_bytes = arrayLength(&output) * 4u;
+    let out_bytes = out_words() * 4u;
     var ok = desc.dst_size <= MAX_BLOCK_SIZE
         && desc.src_size <= MAX_SRC_SIZE
         && (desc.dst_offset & 3u) == 0u
@@ -297,7 +304,7 @@ fn finish_block(block: u32, dst: Layout, dst_size: u32, word: u32, pending: u32)
     if ((word & 0xffu) == STATUS_OK && (dst_size & 3u) != 0u) {
         let pw = phys_word(dst, dst_size >> 2u);
         let mask = (1u << ((dst_size & 3u) * 8u)) - 1u;
-        output[pw] = (output[pw] & ~mask) | (pending & mask);
+        out_store(pw, (out_load(pw) & ~mask) | (pending & mask));
     }
     if (block < arrayLength(&status)) {
         status[block] = word;
@@ -429,11 +436,11 @@ fn lz4_decode(
         let words = end_word - first_word;
         if (lane < words) {
             let w = first_word + lane;
-            output[phys_word(dst, w)] = sequence_word(dst, seq, w * 4u);
+            out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
         }
         if (words > WG) {
             for (var w = first_word + WG + lane; w < end_word; w = w + WG) {
-                output[phys_word(dst, w)] = sequence_word(dst, seq, w * 4u);
+                out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
             }
         }
         // The bytes of the partly filled last word stay pending.

@@ -1,9 +1,14 @@
 // LZ4 block decoder, v2 entry point (`lz4_decode_v2`; twin:
 // src/decode/cpu_twin/lz4_decode_v2.rs). The pipeline appends this file to
 // lz4_decode.wgsl (whose helpers it shares: descriptor check, sequence
-// words, pending tail, finish_block) and one header window:
+// words, pending tail, finish_block), the output binding (16-byte units,
+// lz4_output_quads.wgsl, for the variants with 16-byte stores; words,
+// lz4_output_words.wgsl, for the others) and one header window:
 // lz4_window_subgroup.wgsl or lz4_window_portable.wgsl. Those define
 // `override WIN` (words in the window), window_load and window_byte.
+// The pipeline sets `override WIDE` (below): one source for v2 with word
+// stores (SubgroupV2, PortableV2) and with 16-byte stores (the *V2Wide
+// variants).
 //
 // What changes from v1 (docs/gpu-decode.md, "v2"):
 // - Sequence headers come from a window of WIN input words held one per
@@ -14,7 +19,21 @@
 //   since the last barrier (tracked as the first such word, `dirty`);
 //   literal-only passes and matches reaching further back need none.
 // - The linear layout's pass addresses words without the per-word row
-//   arithmetic.
+//   arithmetic. With WIDE, a pass of more than WG words writes the words of
+//   each 16-byte-aligned unit of the output buffer with one vec4 store (the
+//   output is bound as array<vec4<u32>>, lz4_output_quads.wgsl): lane i takes unit i, i + WG,
+//   ...; the up to three words before the first unit and after the last are
+//   single stores. A unit whose 16 bytes are one contiguous run of final
+//   bytes (literals, or a match that does not wrap inside them and reads
+//   earlier output) is copied as a run; any other unit is put together word
+//   by word exactly as the single stores would be. Either way a unit reads
+//   only bytes the pending-word rule already makes final before the pass.
+
+// Whether long linear passes use 16-byte stores (true: the *V2Wide
+// variants, output bound as 16-byte units) or one word store per lane and
+// word, as v2 did before them (false). Set by the pipeline; a constant to
+// the driver's compiler, so the branch not taken is dead code there.
+override WIDE: bool;
 
 // No output word written since the last barrier.
 const NO_WORD: u32 = 0xffffffffu;
@@ -57,6 +76,95 @@ fn read_length_ext_win(
         }
     }
     return sum;
+}
+
+// Input bytes [addr, addr + 16) as four words; the caller guarantees they
+// are inside the block's input range (five loads when addr is unaligned, all
+// of them inside that range).
+fn input_quad(addr: u32) -> vec4<u32> {
+    let i = addr >> 2u;
+    let shift = (addr & 3u) * 8u;
+    let a = input[i];
+    let b = input[i + 1u];
+    let c = input[i + 2u];
+    let d = input[i + 3u];
+    if (shift == 0u) {
+        return vec4<u32>(a, b, c, d);
+    }
+    let e = input[i + 4u];
+    let back = 32u - shift;
+    return vec4<u32>(
+        (a >> shift) | (b << back),
+        (b >> shift) | (c << back),
+        (c >> shift) | (d << back),
+        (d >> shift) | (e << back),
+    );
+}
+
+// Output bytes [pos, pos + 16) of a linear block as four words; the caller
+// guarantees all sixteen were written in an earlier pass. One 16-byte load
+// when they are one aligned unit of the buffer.
+fn output_quad(dst: Layout, pos: u32) -> vec4<u32> {
+    let i = dst.word0 + (pos >> 2u);
+    let shift = (pos & 3u) * 8u;
+    if (shift == 0u && (i & 3u) == 0u) {
+        return out_load_quad(i >> 2u);
+    }
+    let a = out_load(i);
+    let b = out_load(i + 1u);
+    let c = out_load(i + 2u);
+    let d = out_load(i + 3u);
+    if (shift == 0u) {
+        return vec4<u32>(a, b, c, d);
+    }
+    let e = out_load(i + 4u);
+    let back = 32u - shift;
+    return vec4<u32>(
+        (a >> shift) | (b << back),
+        (b >> shift) | (c << back),
+        (c >> shift) | (d << back),
+        (d >> shift) | (e << back),
+    );
+}
+
+// The four output words of block positions [p, p + 16) (p a multiple of 4,
+// the range inside [lit_start & ~3, end & ~3), linear layout).
+fn sequence_quad(dst: Layout, seq: Sequence, p: u32) -> vec4<u32> {
+    // Where the 16 bytes come from, when they are one contiguous run.
+    var q = 0xffffffffu;
+    if (p >= seq.match_start) {
+        let k = p - seq.match_start;
+        var r = k;
+        if (r >= seq.offset) {
+            r = r % seq.offset;
+        }
+        // A match that does not wrap inside the unit (offset >= r + 16).
+        if (r + 16u <= seq.offset) {
+            q = seq.match_start - seq.offset + r;
+        }
+    } else if (p >= seq.lit_start) {
+        q = p;
+    }
+    if (q != 0xffffffffu) {
+        // Literals: read from the input, never from this pass's output.
+        if (q >= seq.lit_start && q + 16u <= seq.match_start) {
+            return input_quad(seq.lit_src + (q - seq.lit_start));
+        }
+        // Earlier output: every word below lit_start & ~3 was written by an
+        // earlier pass (the barrier check covers these words: q + 16 is at
+        // most src_lo + min(offset, match_len)).
+        if (q + 16u <= (seq.lit_start & ~3u)) {
+            return output_quad(dst, q);
+        }
+    }
+    // Anything else (a repeat that wraps, a run across the pending bytes or
+    // the literal/match boundary): word by word, as single stores would be.
+    return vec4<u32>(
+        sequence_word(dst, seq, p),
+        sequence_word(dst, seq, p + 4u),
+        sequence_word(dst, seq, p + 8u),
+        sequence_word(dst, seq, p + 12u),
+    );
 }
 
 @compute @workgroup_size(WG)
@@ -197,31 +305,64 @@ fn lz4_decode_v2(
             }
         }
 
-        // The cooperative pass: whole words [lit_start / 4, end / 4), lane i
-        // taking words i, i + WG, ...; one `if` for the common short pass
-        // (see v1 on lavapipe's loop cap).
+        // The cooperative pass: whole words [lit_start / 4, end / 4); one
+        // `if` for the common short pass (see v1 on lavapipe's loop cap).
         let first_word = op >> 2u;
         let end_word = seq.end >> 2u;
         let words = end_word - first_word;
-        if (dst.row_words == 0u) {
+        if (WIDE && dst.row_words == 0u && words > WG) {
+            // A long linear pass. Block word w is buffer word base + w.
+            // Words up to the first 16-byte boundary (head) and after the
+            // last whole unit (tail) are single stores, at most three each
+            // (WG >= 4); lane i writes unit i, i + WG, ... of the rest with
+            // one vec4 store.
             let base = dst.word0;
+            let head_end = min(end_word, ((base + first_word + 3u) & ~3u) - base);
+            let units = (end_word - head_end) >> 2u;
+            let body_end = head_end + units * 4u;
+            if (lane < head_end - first_word) {
+                let w = first_word + lane;
+                out_store(base + w, sequence_word(dst, seq, w * 4u));
+            }
+            if (lane < end_word - body_end) {
+                let w = body_end + lane;
+                out_store(base + w, sequence_word(dst, seq, w * 4u));
+            }
+            let unit0 = (base + head_end) >> 2u;
+            if (lane < units) {
+                out_store_quad(unit0 + lane, sequence_quad(dst, seq, (head_end + lane * 4u) * 4u));
+            }
+            if (units > WG) {
+                for (var u = WG + lane; u < units; u = u + WG) {
+                    out_store_quad(unit0 + u, sequence_quad(dst, seq, (head_end + u * 4u) * 4u));
+                }
+            }
+        } else if (dst.row_words == 0u) {
+            // A linear pass with word stores: every pass without WIDE, and
+            // a short one (at most WG words) with it, which is one store per
+            // lane already: units would not save a store instruction, and
+            // the head/tail/unit branches would each run (lavapipe measured
+            // v2 2-3x slower with units on every pass; a GPU warp also runs
+            // every branch one of its lanes takes).
             if (lane < words) {
                 let w = first_word + lane;
-                output[base + w] = sequence_word(dst, seq, w * 4u);
+                out_store(dst.word0 + w, sequence_word(dst, seq, w * 4u));
             }
             if (words > WG) {
                 for (var w = first_word + WG + lane; w < end_word; w = w + WG) {
-                    output[base + w] = sequence_word(dst, seq, w * 4u);
+                    out_store(dst.word0 + w, sequence_word(dst, seq, w * 4u));
                 }
             }
         } else {
+            // Rows: a row's words need not be contiguous or 16-byte aligned
+            // in the buffer, so lane i writes words i, i + WG, ... singly.
             if (lane < words) {
                 let w = first_word + lane;
-                output[phys_word(dst, w)] = sequence_word(dst, seq, w * 4u);
+                out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
             }
             if (words > WG) {
                 for (var w = first_word + WG + lane; w < end_word; w = w + WG) {
-                    output[phys_word(dst, w)] = sequence_word(dst, seq, w * 4u);
+                    out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
                 }
             }
         }

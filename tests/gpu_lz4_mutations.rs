@@ -10,7 +10,7 @@ mod common;
 
 use common::lz4_batch::Lz4Batch;
 use common::test_device;
-use gpustream::decode::gpu::{Lz4DecodePath, Lz4DecodePipeline};
+use gpustream::decode::gpu::{Lz4DecodePath, Lz4DecodePipeline, Lz4EncodeError};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
 use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
@@ -340,6 +340,80 @@ fn shader_rejects_bad_descriptors_itself() {
                 e,
                 "{d:?}"
             );
+        }
+    }
+}
+
+/// The v2 variants with 16-byte stores (`SubgroupV2Wide`, `PortableV2Wide`)
+/// bind the output as 16-byte units: `encode` rejects an output buffer whose
+/// size is not a multiple of 16 with a typed error before recording anything
+/// (its last bytes could not be reached); v1 and v2 with word stores (output
+/// bound as words) decode into it; every variant decodes a block ending at
+/// the last byte of a buffer that is a multiple of 16.
+#[test]
+fn v2_needs_an_output_of_whole_16_byte_units() {
+    let Some(ctx) = test_device() else { return };
+    let device = &ctx.device;
+    let data: Vec<u8> = (0..100u32).map(|i| (i * 7 % 13) as u8).collect();
+    let mut input = lz4_flex::block::compress(&data);
+    let src_size = input.len() as u32;
+    input.resize(input.len().next_multiple_of(4), 0);
+    let input_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: None,
+        contents: &input,
+        usage: wgpu::BufferUsages::STORAGE,
+    });
+    for pipeline in pipelines(&ctx) {
+        for out_len in [1028u64, 1024] {
+            // The block ends at the buffer's last byte.
+            let desc = Lz4BlockDesc::linear(0, src_size, out_len as u32 - 100, 100);
+            let batch_output = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: None,
+                contents: &vec![0xEEu8; out_len as usize],
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            });
+            let status = device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: 4,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let mut encoder = device.create_command_encoder(&Default::default());
+            let recorded = pipeline.encode_blocks(
+                device,
+                &mut encoder,
+                input_buf.slice(..),
+                &[desc],
+                &batch_output,
+                &status,
+            );
+            if pipeline.path().is_wide() && out_len % 16 != 0 {
+                assert_eq!(
+                    recorded,
+                    Err(Lz4EncodeError::OutputNotWholeUnits {
+                        path: pipeline.path(),
+                        size: out_len
+                    })
+                );
+                continue;
+            }
+            recorded.unwrap();
+            let readback = device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: out_len + 4,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            encoder.copy_buffer_to_buffer(&batch_output, 0, &readback, 0, out_len);
+            encoder.copy_buffer_to_buffer(&status, 0, &readback, out_len, 4);
+            ctx.queue.submit([encoder.finish()]);
+            let bytes = gpustream::decode::gpu::read_buffer(device, &readback).unwrap();
+            let at = out_len as usize - 100;
+            let word = u32::from_le_bytes(bytes[out_len as usize..].try_into().unwrap());
+            let what = format!("{:?}, {out_len}-byte output", pipeline.path());
+            assert_eq!(Lz4Status::from_word(word), Lz4Status::Ok, "{what}");
+            assert_eq!(&bytes[at..at + 100], &data[..], "{what}");
+            assert!(bytes[..at].iter().all(|&b| b == 0xEE), "{what}: guard");
         }
     }
 }

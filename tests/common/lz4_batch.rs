@@ -83,9 +83,10 @@ impl Lz4Batch {
         bytemuck::pod_collect_to_vec(&bytes)
     }
 
-    /// Words in the output buffer (at least one).
+    /// Words in the output buffer: a multiple of 4 (the v2 variants with
+    /// 16-byte stores bind it as 16-byte units), at least 4.
     pub fn output_words(&self) -> usize {
-        (self.output_len.div_ceil(4) as usize).max(1)
+        (self.output_len.div_ceil(16) as usize).max(1) * 4
     }
 
     /// Uncompressed bytes the batch declares.
@@ -112,9 +113,10 @@ impl Lz4Batch {
     }
 
     /// Runs the twin of `pipeline`'s variant (v1 or v2, with its window
-    /// size) over the batch, like [`Self::run_twin`], and adds up what the
-    /// v2 twin counts (sequences, barriers, window loads; v1's barriers are
-    /// counted as one per pass, as it runs them).
+    /// size, lane count and 16-byte stores or not) over the batch, like [`Self::run_twin`], and adds up what the
+    /// v2 twin counts (sequences, barriers, window loads, wide and word
+    /// stores; v1's barriers are counted as one per pass and all its stores
+    /// as single words, as it runs them).
     pub fn run_twin_for(
         &self,
         pipeline: &Lz4DecodePipeline,
@@ -128,19 +130,29 @@ impl Lz4Batch {
             .iter()
             .map(|d| {
                 if pipeline.path().is_v2() {
-                    let (word, counts) =
-                        lz4_decode_v2_counted(d, &input, &mut output, pipeline.window_words());
+                    let (word, counts) = lz4_decode_v2_counted(
+                        d,
+                        &input,
+                        &mut output,
+                        pipeline.window_words(),
+                        pipeline.workgroup_size(),
+                        pipeline.path().is_wide(),
+                    );
                     total.sequences += counts.sequences;
                     total.barriers += counts.barriers;
                     total.window_loads += counts.window_loads;
+                    total.wide_stores += counts.wide_stores;
+                    total.wide_copies += counts.wide_copies;
+                    total.word_stores += counts.word_stores;
                     word
                 } else {
                     // Counted with a v2 run first (same sequences; it writes
                     // the same words v1 then writes again); v1 barriers after
-                    // each pass.
-                    let (_, counts) = lz4_decode_v2_counted(d, &input, &mut output, 32);
+                    // each pass, every word a single store.
+                    let (_, counts) = lz4_decode_v2_counted(d, &input, &mut output, 32, 32, false);
                     total.sequences += counts.sequences;
                     total.barriers += counts.sequences;
+                    total.word_stores += counts.word_stores;
                     lz4_decode(d, &input, &mut output)
                 }
             })

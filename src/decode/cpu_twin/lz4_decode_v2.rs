@@ -7,8 +7,13 @@
 //! to cover a header byte gives a different result here, and the tests that
 //! hold this twin to the v1 twin (and to lz4_flex) catch it. The barriers the
 //! shader would execute are counted, for the bench and the docs.
+//!
+//! A pass is modelled as the lanes run it: every value is computed from the
+//! buffer as it was before the pass, and only then are the stores applied.
+//! So a word or 16-byte unit that read a word of its own pass would read the
+//! stale value here, and the output would differ from v1's.
 
-use super::lz4_decode::{check_desc, finish_block, phys_word, Buffers, Sequence};
+use super::lz4_decode::{check_desc, finish_block, phys_word, Buffers, Layout, Sequence};
 use crate::decode::{status_code, Lz4BlockDesc};
 
 /// Largest window the twin models (the shader's `WIN`, the adapter's
@@ -27,6 +32,17 @@ pub struct Lz4DecodeCounts {
     pub barriers: u32,
     /// Window loads (one coalesced load of `WIN` words each).
     pub window_loads: u32,
+    /// 16-byte (vec4) stores: with `WIDE`, the aligned units of linear
+    /// passes of more than `WG` words; none without.
+    pub wide_stores: u32,
+    /// Of the wide stores, those whose 16 bytes were copied as one run
+    /// (literals, or a match that does not wrap inside them); the others
+    /// were put together word by word.
+    pub wide_copies: u32,
+    /// Single-word stores: without `WIDE` every word; with it, the head and
+    /// tail words of long linear passes, every word of shorter ones and of
+    /// row-layout passes.
+    pub word_stores: u32,
 }
 
 /// The lanes' window: `words[j]` is input word `word + j`.
@@ -91,6 +107,66 @@ impl Window {
     }
 }
 
+/// Input bytes [addr, addr + 16) as four words (the shader's `input_quad`).
+fn input_quad(input: &[u32], addr: u32) -> [u32; 4] {
+    let i = (addr >> 2) as usize;
+    let shift = (addr & 3) * 8;
+    let w: [u32; 4] = input[i..i + 4].try_into().unwrap();
+    if shift == 0 {
+        return w;
+    }
+    let e = input[i + 4];
+    let next = [w[1], w[2], w[3], e];
+    std::array::from_fn(|j| (w[j] >> shift) | (next[j] << (32 - shift)))
+}
+
+/// Output bytes [pos, pos + 16) of a linear block (the shader's
+/// `output_quad`).
+fn output_quad(output: &[u32], dst: Layout, pos: u32) -> [u32; 4] {
+    let i = (dst.word0 + (pos >> 2)) as usize;
+    let shift = (pos & 3) * 8;
+    let w: [u32; 4] = output[i..i + 4].try_into().unwrap();
+    if shift == 0 {
+        return w;
+    }
+    let e = output[i + 4];
+    let next = [w[1], w[2], w[3], e];
+    std::array::from_fn(|j| (w[j] >> shift) | (next[j] << (32 - shift)))
+}
+
+/// The shader's `sequence_quad`: the four words of block positions
+/// [p, p + 16) of a linear pass, and whether they were copied as one run.
+fn sequence_quad(buf: &Buffers<'_>, dst: Layout, seq: Sequence, p: u32) -> ([u32; 4], bool) {
+    // Where the 16 bytes come from when they are one contiguous run.
+    let mut run = None;
+    if p >= seq.match_start {
+        let k = p - seq.match_start;
+        let r = if k >= seq.offset { k % seq.offset } else { k };
+        // A match that does not wrap inside the unit.
+        if r + 16 <= seq.offset {
+            run = Some(seq.match_start - seq.offset + r);
+        }
+    } else if p >= seq.lit_start {
+        run = Some(p);
+    }
+    if let Some(q) = run {
+        if q >= seq.lit_start && q + 16 <= seq.match_start {
+            return (
+                input_quad(buf.input, seq.lit_src + (q - seq.lit_start)),
+                true,
+            );
+        }
+        // Written by an earlier pass (below the pass's first word).
+        if q + 16 <= seq.lit_start & !3 {
+            return (output_quad(buf.output, dst, q), true);
+        }
+    }
+    (
+        std::array::from_fn(|j| buf.sequence_word(dst, seq, p + 4 * j as u32)),
+        false,
+    )
+}
+
 /// Decodes the block `desc` describes as one workgroup of
 /// `lz4_decode_v2` with a `window_words`-word header window does (4 to
 /// [`MAX_WINDOW_WORDS`]; clamped), and returns the status word.
@@ -102,16 +178,22 @@ pub fn lz4_decode_v2(
     output: &mut [u32],
     window_words: u32,
 ) -> u32 {
-    lz4_decode_v2_counted(desc, input, output, window_words).0
+    lz4_decode_v2_counted(desc, input, output, window_words, window_words, false).0
 }
 
-/// [`lz4_decode_v2`], also returning what the decode did.
+/// [`lz4_decode_v2`], also returning what the decode did, counted for a
+/// workgroup of `lanes` lanes (the shader's `WG`) with or without 16-byte
+/// stores (the shader's `WIDE`: with them, only passes of more than `lanes`
+/// words use them). The bytes written depend on neither.
 pub fn lz4_decode_v2_counted(
     desc: &Lz4BlockDesc,
     input: &[u32],
     output: &mut [u32],
     window_words: u32,
+    lanes: u32,
+    wide: bool,
 ) -> (u32, Lz4DecodeCounts) {
+    let lanes = lanes.max(4);
     let mut counts = Lz4DecodeCounts::default();
     let Some(dst) = check_desc(desc, input.len(), output.len()) else {
         return (status_code::BAD_DESCRIPTOR, counts);
@@ -134,6 +216,8 @@ pub fn lz4_decode_v2_counted(
     };
     win.load(input, ip >> 2);
     let mut dirty = NO_WORD;
+    // (buffer word, value) of the current pass.
+    let mut stores: Vec<(u32, u32)> = Vec::new();
 
     loop {
         if ip >= src_end {
@@ -237,17 +321,44 @@ pub fn lz4_decode_v2_counted(
             }
         }
 
-        // The cooperative pass (linear and row layouts write the same words;
-        // the shader only addresses them differently).
+        // The cooperative pass: every value is computed before any store
+        // lands (the lanes run at once), then the stores are applied.
         let first_word = op >> 2;
         let end_word = seq.end >> 2;
-        for w in first_word..end_word {
-            let value = buf.sequence_word(dst, seq, w * 4);
-            let at = if dst.row_words == 0 {
-                dst.word0 + w
-            } else {
-                phys_word(dst, w)
-            };
+        stores.clear();
+        if wide && dst.row_words == 0 && end_word - first_word > lanes {
+            // A long linear pass: head words up to the first 16-byte
+            // boundary of the buffer, whole units, tail words after the
+            // last unit. (Shorter passes are one store per lane already.)
+            let base = dst.word0;
+            let head_end = end_word.min(((base + first_word + 3) & !3) - base);
+            let units = (end_word - head_end) >> 2;
+            let body_end = head_end + units * 4;
+            for w in (first_word..head_end).chain(body_end..end_word) {
+                stores.push((base + w, buf.sequence_word(dst, seq, w * 4)));
+                counts.word_stores += 1;
+            }
+            for u in 0..units {
+                let w = head_end + u * 4;
+                let (quad, copied) = sequence_quad(&buf, dst, seq, w * 4);
+                for (j, v) in quad.into_iter().enumerate() {
+                    stores.push((base + w + j as u32, v));
+                }
+                counts.wide_stores += 1;
+                counts.wide_copies += copied as u32;
+            }
+        } else {
+            for w in first_word..end_word {
+                let at = if dst.row_words == 0 {
+                    dst.word0 + w
+                } else {
+                    phys_word(dst, w)
+                };
+                stores.push((at, buf.sequence_word(dst, seq, w * 4)));
+                counts.word_stores += 1;
+            }
+        }
+        for &(at, value) in &stores {
             buf.output[at as usize] = value;
         }
         if end_word != first_word && dirty == NO_WORD {
@@ -345,15 +456,22 @@ mod tests {
             let mut expected = vec![0xA5A5_A5A5u32; out_words];
             let want = lz4_decode(&desc, &input, &mut expected);
             for win in [4, 8, 16, 32, 64] {
-                let mut got = vec![0xA5A5_A5A5u32; out_words];
-                let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut got, win);
-                assert_eq!(word, want, "seed {seed}, window {win}: status");
-                assert!(got == expected, "seed {seed}, window {win}: output");
-                assert!(counts.barriers <= counts.sequences);
-                checked += 1;
+                for wide in [false, true] {
+                    let mut got = vec![0xA5A5_A5A5u32; out_words];
+                    let (word, counts) =
+                        lz4_decode_v2_counted(&desc, &input, &mut got, win, win, wide);
+                    let what = format!("seed {seed}, window {win}, wide {wide}");
+                    assert_eq!(word, want, "{what}: status");
+                    assert!(got == expected, "{what}: output");
+                    assert!(counts.barriers <= counts.sequences);
+                    if !wide {
+                        assert_eq!(counts.wide_stores, 0, "{what}");
+                    }
+                    checked += 1;
+                }
             }
         }
-        assert_eq!(checked, 300);
+        assert_eq!(checked, 600);
     }
 
     /// Far fewer barriers than v1's one per pass on ordinary data, and at
@@ -365,7 +483,7 @@ mod tests {
         let input = words(&packed, 0);
         let desc = Lz4BlockDesc::linear(0, packed.len() as u32, 0, data.len() as u32);
         let mut out = vec![0u32; data.len() / 4];
-        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 32);
+        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 32, 32, false);
         assert_eq!(word & 0xff, status_code::OK);
         assert_eq!(bytemuck::cast_slice::<u32, u8>(&out), &data[..]);
         assert!(counts.barriers * 2 < counts.sequences, "{counts:?}");
@@ -377,12 +495,90 @@ mod tests {
         let input = words(&packed, 0);
         let desc = Lz4BlockDesc::linear(0, packed.len() as u32, 0, src.len() as u32);
         let mut out = vec![0u32; src.len().div_ceil(4)];
-        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8);
+        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8, false);
         assert_eq!(word & 0xff, status_code::OK);
         assert_eq!(
             &bytemuck::cast_slice::<u32, u8>(&out)[..src.len()],
             &src[..]
         );
         assert!(counts.barriers >= 1, "{counts:?}");
+    }
+
+    /// Decodes a hand-built block on the v2 twin (window and WG 8, output at byte
+    /// 0, linear) with 16-byte stores and checks it against the v1 twin and
+    /// `want`; also without them, where every word is a single store.
+    fn decode_counted(block: &[u8], want: &[u8]) -> Lz4DecodeCounts {
+        let input = words(block, 0);
+        let desc = Lz4BlockDesc::linear(0, block.len() as u32, 0, want.len() as u32);
+        let n = want.len().div_ceil(4) + 4;
+        let mut v1 = vec![0xA5A5_A5A5u32; n];
+        assert_eq!(lz4_decode(&desc, &input, &mut v1) & 0xff, status_code::OK);
+        let mut out = vec![0xA5A5_A5A5u32; n];
+        let (word, narrow) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8, false);
+        assert_eq!(word & 0xff, status_code::OK);
+        assert!(out == v1);
+        assert_eq!(
+            (narrow.wide_stores, narrow.word_stores),
+            (0, want.len() as u32 / 4)
+        );
+        let mut out = vec![0xA5A5_A5A5u32; n];
+        let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8, true);
+        assert_eq!(word & 0xff, status_code::OK);
+        assert_eq!(&bytemuck::cast_slice::<u32, u8>(&out)[..want.len()], want);
+        assert!(out == v1);
+        assert_eq!(
+            4 * counts.wide_stores + counts.word_stores,
+            narrow.word_stores
+        );
+        assert_eq!(
+            (counts.sequences, counts.barriers),
+            (narrow.sequences, narrow.barriers)
+        );
+        counts
+    }
+
+    /// 16-byte units are copied as a run only where their 16 bytes are final
+    /// before the pass: long literal runs and matches that do not wrap inside
+    /// the unit. A short overlapping match (offset 3) is put together word by
+    /// word; a copy there would read this pass's own words, which the twin
+    /// (stores applied after the whole pass) would see stale.
+    #[test]
+    fn wide_stores_copy_only_runs_that_are_final_before_the_pass() {
+        // "abc", then a match of offset 3 and length 300, then 5 literals.
+        let mut a = vec![0x3F, b'a', b'b', b'c', 3, 0, 255, 26];
+        a.extend_from_slice(&[0x50, b'a', b'b', b'c', b'a', b'b']);
+        let want: Vec<u8> = (0..308).map(|i| b"abc"[i % 3]).collect();
+        let counts = decode_counted(&a, &want);
+        // Pass 1 writes words 0..75: 18 units and 3 tail words, no unit a
+        // run (every one wraps, or crosses the literal/match boundary);
+        // pass 2 writes words 75 and 76 singly.
+        assert_eq!(
+            (counts.wide_stores, counts.wide_copies, counts.word_stores),
+            (18, 0, 5),
+            "{counts:?}"
+        );
+
+        // 1000 literals and a 4-byte match; then a match of offset 1004 and
+        // length 600 reading pass 1's output; then 5 literals.
+        let lits: Vec<u8> = sample(1000, 9);
+        let mut b = vec![0xF0, 255, 255, 255, 220];
+        b.extend_from_slice(&lits);
+        b.extend_from_slice(&[0xE8, 0x03]);
+        b.extend_from_slice(&[0x0F, 0xEC, 0x03, 255, 255, 71]);
+        b.extend_from_slice(&[0x50, 1, 2, 3, 4, 5]);
+        let mut want = lits.clone();
+        want.extend_from_slice(&lits[..4]);
+        want.extend_from_slice(&lits[..600]);
+        want.extend_from_slice(&[1, 2, 3, 4, 5]);
+        let counts = decode_counted(&b, &want);
+        // Pass 1: 62 literal units, tail words 248..251. Pass 2: head word
+        // 251, 37 units copied from pass 1's output (after a barrier), tail
+        // word 400. Pass 3: word 401.
+        assert_eq!(
+            (counts.wide_stores, counts.wide_copies, counts.word_stores),
+            (99, 99, 6),
+            "{counts:?}"
+        );
+        assert_eq!(counts.barriers, 1, "{counts:?}");
     }
 }

@@ -14,6 +14,8 @@ use wgpu::util::DeviceExt;
 const SHADER_MAIN: &str = include_str!("../../../shaders/lz4_decode.wgsl");
 const SHADER_TAIL_PORTABLE: &str = include_str!("../../../shaders/lz4_tail_portable.wgsl");
 const SHADER_TAIL_SUBGROUP: &str = include_str!("../../../shaders/lz4_tail_subgroup.wgsl");
+const SHADER_OUTPUT_WORDS: &str = include_str!("../../../shaders/lz4_output_words.wgsl");
+const SHADER_OUTPUT_QUADS: &str = include_str!("../../../shaders/lz4_output_quads.wgsl");
 const SHADER_V2: &str = include_str!("../../../shaders/lz4_decode_v2.wgsl");
 const SHADER_WINDOW_PORTABLE: &str = include_str!("../../../shaders/lz4_window_portable.wgsl");
 const SHADER_WINDOW_SUBGROUP: &str = include_str!("../../../shaders/lz4_window_subgroup.wgsl");
@@ -39,13 +41,22 @@ pub enum Lz4DecodePath {
     /// v2 without subgroups: the same loop and barrier rule, headers read
     /// from the input binding; 32-lane workgroups.
     PortableV2,
+    /// [`Self::SubgroupV2`] with 16-byte stores: a linear pass of more than
+    /// `WG` words writes its 16-byte-aligned units with one vec4 store per
+    /// lane (the output is bound as `array<vec4<u32>>`, so its size must be
+    /// a multiple of 16). Same shader source, `override WIDE = true`.
+    SubgroupV2Wide,
+    /// [`Self::PortableV2`] with the 16-byte stores of [`Self::SubgroupV2Wide`].
+    PortableV2Wide,
 }
 
 impl Lz4DecodePath {
-    /// Every variant, v2 first.
-    pub const ALL: [Lz4DecodePath; 4] = [
+    /// Every variant, v2 first (word stores, then 16-byte stores).
+    pub const ALL: [Lz4DecodePath; 6] = [
         Lz4DecodePath::SubgroupV2,
         Lz4DecodePath::PortableV2,
+        Lz4DecodePath::SubgroupV2Wide,
+        Lz4DecodePath::PortableV2Wide,
         Lz4DecodePath::Subgroup,
         Lz4DecodePath::Portable,
     ];
@@ -57,6 +68,8 @@ impl Lz4DecodePath {
             Lz4DecodePath::Portable => "portable",
             Lz4DecodePath::SubgroupV2 => "subgroup-v2",
             Lz4DecodePath::PortableV2 => "portable-v2",
+            Lz4DecodePath::SubgroupV2Wide => "subgroup-v2-wide",
+            Lz4DecodePath::PortableV2Wide => "portable-v2-wide",
         }
     }
 
@@ -67,12 +80,33 @@ impl Lz4DecodePath {
 
     /// Whether the variant needs `wgpu::Features::SUBGROUP`.
     pub fn needs_subgroups(self) -> bool {
-        matches!(self, Lz4DecodePath::Subgroup | Lz4DecodePath::SubgroupV2)
+        matches!(
+            self,
+            Lz4DecodePath::Subgroup | Lz4DecodePath::SubgroupV2 | Lz4DecodePath::SubgroupV2Wide
+        )
     }
 
     /// Whether the variant runs the v2 entry point.
     pub fn is_v2(self) -> bool {
-        matches!(self, Lz4DecodePath::SubgroupV2 | Lz4DecodePath::PortableV2)
+        matches!(
+            self,
+            Lz4DecodePath::SubgroupV2
+                | Lz4DecodePath::PortableV2
+                | Lz4DecodePath::SubgroupV2Wide
+                | Lz4DecodePath::PortableV2Wide
+        )
+    }
+
+    /// Whether the variant writes long linear passes with 16-byte stores
+    /// (v2's `override WIDE`). Only these bind the output as 16-byte units
+    /// and need an output buffer of a multiple of 16 bytes
+    /// ([`Lz4EncodeError::OutputNotWholeUnits`]); the others bind it as
+    /// words and store one word per lane, as v2 did before the wide stores.
+    pub fn is_wide(self) -> bool {
+        matches!(
+            self,
+            Lz4DecodePath::SubgroupV2Wide | Lz4DecodePath::PortableV2Wide
+        )
     }
 
     fn entry_point(self) -> &'static str {
@@ -94,7 +128,16 @@ pub fn shader_source(path: Lz4DecodePath) -> String {
     } else {
         ("", SHADER_TAIL_PORTABLE)
     };
-    let mut source = format!("{SHADER_MAIN}\n{tail}\n");
+    // v1 and v2 with word stores bind the output as words, v2 with 16-byte
+    // stores as 16-byte units (for its vec4 stores); the shared helpers
+    // reach it through the include's accessors. Whether v2's loop takes its
+    // 16-byte path is the pipeline constant WIDE (one v2 source).
+    let output = if path.is_wide() {
+        SHADER_OUTPUT_QUADS
+    } else {
+        SHADER_OUTPUT_WORDS
+    };
+    let mut source = format!("{SHADER_MAIN}\n{output}\n{tail}\n");
     if path.is_v2() {
         let window = if path.needs_subgroups() {
             SHADER_WINDOW_SUBGROUP
@@ -110,8 +153,9 @@ pub fn shader_source(path: Lz4DecodePath) -> String {
 
 /// The variant [`Lz4DecodePipeline::new`] builds for `device`: the subgroup
 /// path where the device has `Features::SUBGROUP`, the portable one
-/// otherwise; v2 on real GPUs (built for them: fewer barriers, no per-lane
-/// header re-reads), v1 on CPU adapters (lavapipe, llvmpipe), where v1
+/// otherwise; v2 with word stores on real GPUs (built for them: fewer
+/// barriers, no per-lane header re-reads; the 16-byte-store variants wait
+/// for the H200 run), v1 on CPU adapters (lavapipe, llvmpipe), where v1
 /// measured 25-40% faster (docs/gpu-decode.md) because barriers cost a CPU
 /// driver little and v2's window bookkeeping is extra scalar work. The
 /// H200 run owed in docs/gpu-decode.md settles the GPU default.
@@ -182,6 +226,17 @@ pub enum Lz4EncodeError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// The v2 variants with 16-byte stores ([`Lz4DecodePath::is_wide`]) bind
+    /// the output as 16-byte units (for their vec4 stores), so the output
+    /// buffer's size must be a multiple of 16: the last bytes of any other
+    /// size could not be reached.
+    #[error("output buffer of {size} bytes: the {path:?} decoder binds it as 16-byte units, so its size must be a multiple of 16")]
+    OutputNotWholeUnits {
+        /// The variant.
+        path: Lz4DecodePath,
+        /// The output buffer's size.
+        size: u64,
+    },
     /// Two blocks' output ranges overlap.
     #[error("blocks {first} and {second} write overlapping output ranges")]
     Overlap {
@@ -226,8 +281,13 @@ impl Lz4DecodePipeline {
         } else {
             (PORTABLE_WORKGROUP_SIZE, PORTABLE_WORKGROUP_SIZE)
         };
-        // WIN exists only in the v2 modules.
-        let constants = [("WG", workgroup_size as f64), ("WIN", window_words as f64)];
+        // WIN and WIDE exist only in the v2 modules.
+        let wide = if path.is_wide() { 1.0 } else { 0.0 };
+        let constants = [
+            ("WG", workgroup_size as f64),
+            ("WIN", window_words as f64),
+            ("WIDE", wide),
+        ];
         use Access::{Read, ReadWrite, Uniform};
         let kernel = Kernel::new(
             device,
@@ -235,7 +295,7 @@ impl Lz4DecodePipeline {
             &shader_source(path),
             path.entry_point(),
             &[Read, Read, ReadWrite, ReadWrite, Uniform],
-            &constants[..if path.is_v2() { 2 } else { 1 }],
+            &constants[..if path.is_v2() { 3 } else { 1 }],
         );
         Ok(Self {
             kernel,
@@ -264,7 +324,9 @@ impl Lz4DecodePipeline {
     ///
     /// `input` is the range of staging memory the descriptors' `src_offset`
     /// count from (its offset must meet the device's storage-offset
-    /// alignment, its size be a multiple of 4); `descs` holds at least
+    /// alignment, its size be a multiple of 4); `output`'s size must be a
+    /// multiple of 4, and of 16 for the v2 variants with 16-byte stores
+    /// ([`Lz4EncodeError::OutputNotWholeUnits`]); `descs` holds at least
     /// `block_count` [`Lz4BlockDesc`]s; block `i` writes its output range of
     /// `output` and the status word `i` of `status` (see
     /// [`Lz4Status::from_word`]). Clear `status` to 0 first if you want to
@@ -313,6 +375,12 @@ impl Lz4DecodePipeline {
     ) -> Result<(), Lz4EncodeError> {
         if block_count == 0 {
             return Ok(());
+        }
+        if self.path.is_wide() && !output.size().is_multiple_of(16) {
+            return Err(Lz4EncodeError::OutputNotWholeUnits {
+                path: self.path,
+                size: output.size(),
+            });
         }
         let grid = check_batch(
             device,
@@ -468,7 +536,7 @@ pub fn decode_blocks_with(
             let (src, size) = blocks[end];
             let next_in = in_len + src.len() as u64;
             let next_out = out_len + (size as u64).next_multiple_of(4);
-            if end > start && (next_in + 4 > max_binding || next_out + 4 > max_binding) {
+            if end > start && (next_in + 4 > max_binding || next_out + 16 > max_binding) {
                 break;
             }
             in_len = next_in;
@@ -512,7 +580,8 @@ fn decode_batch(
         }
     }
     input.resize(input.len().next_multiple_of(4).max(4), 0);
-    let out_len = out_len.max(4);
+    // A multiple of 16 for every variant (v2 binds 16-byte units).
+    let out_len = out_len.next_multiple_of(16).max(16);
 
     let input_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("lz4 input"),
