@@ -113,24 +113,21 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
         ],
         copies: Vec::new(),
     };
-    let mut buffers: BTreeMap<&wgpu::Buffer, Vec<usize>> = BTreeMap::new();
+    let mut buffers: Groups<&wgpu::Buffer> = Groups::default();
     // Keyed by texture, mip and array layer.
-    let mut textures: BTreeMap<(&wgpu::Texture, u32, u32), Vec<usize>> = BTreeMap::new();
+    let mut textures: Groups<(&wgpu::Texture, u32, u32)> = Groups::default();
     for (i, d) in dests.iter().enumerate() {
         match d {
-            PartDest::Buffer { buffer, .. } => buffers.entry(buffer).or_default().push(i),
+            PartDest::Buffer { buffer, .. } => buffers.push(buffer, i),
             PartDest::Texture {
                 texture,
                 mip,
                 origin,
                 ..
-            } => textures
-                .entry((texture, *mip, origin.z))
-                .or_default()
-                .push(i),
+            } => textures.push((texture, *mip, origin.z), i),
         }
     }
-    for (buffer, mut parts) in buffers {
+    for (buffer, mut parts) in buffers.into_sorted() {
         let at = |i: usize| match &dests[i] {
             PartDest::Buffer { offset, len, .. } => (*offset, *len),
             PartDest::Texture { .. } => unreachable!("grouped as a buffer"),
@@ -176,7 +173,7 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
             }
         }
     }
-    for ((texture, mip, layer), parts) in textures {
+    for ((texture, mip, layer), parts) in textures.into_sorted() {
         let format = texture.format();
         let (bw, bh) = format.block_dimensions();
         let bpb = format.block_copy_size(None).unwrap_or(4);
@@ -207,6 +204,51 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
         }
     }
     plan
+}
+
+/// Part indices grouped by destination, in the order of the keys. A
+/// batch's parts come mostly in runs of one destination (the tiles of one
+/// mip are neighbours in the pack), so a part of the same destination as
+/// the one before skips the map: comparing wgpu handles was a twentieth of
+/// the submission thread's own work with a map probe per part (issue #10).
+struct Groups<K> {
+    index: BTreeMap<K, usize>,
+    lists: Vec<Vec<usize>>,
+    last: Option<(K, usize)>,
+}
+
+impl<K> Default for Groups<K> {
+    fn default() -> Self {
+        Groups {
+            index: BTreeMap::new(),
+            lists: Vec::new(),
+            last: None,
+        }
+    }
+}
+
+impl<K: Ord + Copy> Groups<K> {
+    fn push(&mut self, key: K, part: usize) {
+        let g = match self.last {
+            Some((k, g)) if k == key => g,
+            _ => {
+                let next = self.lists.len();
+                let g = *self.index.entry(key).or_insert(next);
+                if g == next {
+                    self.lists.push(Vec::new());
+                }
+                self.last = Some((key, g));
+                g
+            }
+        };
+        self.lists[g].push(part);
+    }
+
+    fn into_sorted(mut self) -> impl Iterator<Item = (K, Vec<usize>)> {
+        self.index
+            .into_iter()
+            .map(move |(k, g)| (k, std::mem::take(&mut self.lists[g])))
+    }
 }
 
 /// Groups rects (sorted by row, then column) into rectangles that each hold

@@ -58,6 +58,8 @@ pub(crate) struct Dispatcher {
     reads: Reads,
     gpu: Option<GpuBatcher>,
     shutting_down: bool,
+    /// `RuntimeShared::cancels` when the schedule was last checked through.
+    cancels_seen: u64,
 }
 
 impl Dispatcher {
@@ -90,6 +92,7 @@ impl Dispatcher {
             reads,
             gpu,
             shutting_down: false,
+            cancels_seen: 0,
         })
     }
 
@@ -116,6 +119,7 @@ impl Dispatcher {
                 );
                 self.jobs.complete(id);
             }
+            self.jobs.flush_ended();
             self.shutting_down = true;
         }
         // Batches that raced with shutdown (or arrived after a panic) fail
@@ -127,6 +131,7 @@ impl Dispatcher {
                 }
             }
         }
+        self.jobs.flush_ended();
     }
 
     fn run_loop(&mut self) {
@@ -153,6 +158,8 @@ impl Dispatcher {
                 self.on_gpu(e);
             }
             self.pump();
+            // Every job that ended in this turn reaches its queue at once.
+            self.jobs.flush_ended();
             self.rt
                 .submit_busy_ns
                 .fetch_add(busy_from.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -195,15 +202,24 @@ impl Dispatcher {
     fn pump(&mut self) {
         let cap = self.rt.config.io.queue_depth.max(1) * 8;
         let mut batch: Vec<Part> = Vec::new();
+        // Parts of cancelled requests are dropped before they are read. The
+        // check is skipped while no cancel has happened since the schedule
+        // was last checked through: a part missed here still ends as
+        // cancelled where its destination would be written.
+        let epoch = self.rt.cancels.load(Ordering::SeqCst);
+        let check = epoch != self.cancels_seen;
         while batch.len() < cap {
             let Some(part) = self.schedule.next() else {
                 break;
             };
-            if self.jobs.cancelled(part.job) {
+            if check && self.jobs.cancelled(part.job) {
                 self.part_done(part.job, Err(RequestError::Cancelled));
                 continue;
             }
             batch.push(part);
+        }
+        if check && self.schedule.is_empty() {
+            self.cancels_seen = epoch;
         }
         if !batch.is_empty() {
             self.place(batch);

@@ -479,14 +479,15 @@ impl GpuBatcher {
         let mut commands = 0u64;
         let mut dispatches = 0u64;
         let words = *counts.iter().max().unwrap_or(&0) as u64;
+        let mut noop_ok: Option<Vec<u32>> = None;
         for (i, status) in res.status.iter().enumerate() {
             if words == 0 {
                 break;
             }
             if self.noop && i < 3 {
-                let ok = vec![Lz4Status::Ok.to_word(); words as usize];
-                self.queue
-                    .write_buffer(status, 0, bytemuck::cast_slice(&ok));
+                let ok =
+                    noop_ok.get_or_insert_with(|| vec![Lz4Status::Ok.to_word(); words as usize]);
+                self.queue.write_buffer(status, 0, bytemuck::cast_slice(ok));
             } else {
                 // Cleared so a block a pass never reached reads as not run.
                 enc.clear_buffer(status, 0, Some(words * 4));
@@ -685,13 +686,18 @@ impl GpuBatcher {
                     return;
                 };
                 let stride = self.caps.blocks as usize;
-                let words: Vec<u32> = match self.res[r].readback.slice(..).get_mapped_range() {
-                    Ok(view) => bytemuck::cast_slice(&view).to_vec(),
-                    // The map failed (device lost): every block fails rather
-                    // than hangs.
-                    Err(_) => vec![u32::MAX; stride * 4],
-                };
-                self.res[r].readback.unmap();
+                let noop = self.noop;
+                // The words are read where they are mapped: copying the
+                // whole readback out (four tables of `caps.blocks` words)
+                // was a fresh 256 KiB allocation, page faults included, per
+                // batch on the submission thread.
+                let view = self.res[r].readback.slice(..).get_mapped_range().ok();
+                let words: &[u32] = view
+                    .as_deref()
+                    .and_then(|v| bytemuck::try_cast_slice(v).ok())
+                    .unwrap_or(&[]);
+                // A failed map (device lost) reads as every word missing:
+                // every block fails rather than hangs.
                 let word = |table: usize, i: u32| {
                     words
                         .get(table * stride + i as usize)
@@ -702,8 +708,11 @@ impl GpuBatcher {
                     if let Some(j) = jobs.get(e.part.job) {
                         j.spec.ctl.end_gpu();
                     }
-                    done.push((e.part.clone(), verdict(&e, slots, &word, self.noop)));
+                    let v = verdict(&e, slots, &word, noop);
+                    done.push((e.part, v));
                 }
+                drop(view);
+                self.res[r].readback.unmap();
                 self.free.push(r);
             }
         }

@@ -3,16 +3,16 @@
 //! destinations). They live here, below all three, so that none of those
 //! modules imports another's internals.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock, RwLockReadGuard};
 use std::time::Instant;
 
-use crate::completion::Outcome;
+use crate::completion::{Outcome, RequestError, RequestFailure};
 use crate::destinations::HostClaim;
 use crate::io::Priority;
 
-use super::plan::{Assembly, Part};
-use super::request::Destination;
+use super::plan::{describe_source, Assembly, Part};
+use super::request::{Destination, Source};
 use super::stats::QueueStats;
 
 /// What the submission thread needs of the queue a job came from.
@@ -21,8 +21,24 @@ pub(crate) trait JobOwner: Send + Sync {
     fn priority(&self) -> Priority;
     /// The queue's statistics.
     fn stats(&self) -> &Mutex<QueueStats>;
-    /// The job ended: fire what its end releases (fences, status entries).
-    fn finish(&self, id: u64, seq: u64, window: u64, outcome: Outcome);
+    /// These jobs ended: count them, and fire what their ends release
+    /// (fences, status entries). The submission thread hands over every
+    /// job that ended in one turn of its loop at once, so the queue takes
+    /// each of its locks once per turn rather than once per request.
+    fn finish(&self, ended: Vec<Ended>, staging_peak: u64);
+}
+
+/// How one job ended, as its queue records it.
+pub(crate) struct Ended {
+    pub id: u64,
+    pub seq: u64,
+    pub window: u64,
+    pub outcome: Outcome,
+    /// Uncompressed and stored bytes of the request (counted when done).
+    pub delivered: u64,
+    pub stored: u64,
+    /// Submit to completion.
+    pub latency: std::time::Duration,
 }
 
 /// A request handed to the submission thread by `Queue::submit`.
@@ -54,14 +70,30 @@ impl JobSpec {
     }
 }
 
-/// What an error record says about a request besides the error.
+/// What an error record says about a request besides the error: kept as
+/// the request had it and put into words only if the request fails.
 #[derive(Clone)]
 pub(crate) struct FailureInfo {
-    pub source: String,
-    pub destination: String,
+    pub source: Source,
     pub tag: u64,
     pub name: Option<String>,
-    pub file: Option<std::path::PathBuf>,
+}
+
+impl JobSpec {
+    /// The error record entry of this request failing with `error`.
+    pub fn failure(&self, error: RequestError) -> RequestFailure {
+        let (source, file) = describe_source(&self.failure_info.source);
+        RequestFailure {
+            error: Arc::new(error),
+            source,
+            destination: self.destination.describe(),
+            source_size: self.stored,
+            destination_size: self.delivered,
+            tag: self.failure_info.tag,
+            name: self.failure_info.name.clone(),
+            file,
+        }
+    }
 }
 
 /// Commands from queues and the runtime to the submission thread.
@@ -77,18 +109,16 @@ pub(crate) struct JobCtl {
     pub tag: u64,
     cancelled: AtomicBool,
     gate: RwLock<()>,
-    /// GPU writes in flight, and whether `cancel` waits for them to end.
-    gpu: Mutex<GpuWrites>,
+    /// GPU writes recorded and not yet landed. `begin_gpu` and `end_gpu`
+    /// run once per GPU part on the submission thread, so they are plain
+    /// atomics: a lock pair per part was a measurable share of its own
+    /// work (issue #10).
+    gpu_pending: AtomicU32,
+    /// A canceller waits on `gpu_idle` for `gpu_pending` to reach 0; only
+    /// then does the last write take the lock and wake it.
+    gpu_waited: AtomicBool,
+    gpu_lock: Mutex<()>,
     gpu_idle: Condvar,
-}
-
-#[derive(Default)]
-struct GpuWrites {
-    pending: u32,
-    /// A canceller waits on `gpu_idle`. Only then does the last write wake
-    /// it: an unconditional notify is a futex syscall per part on the
-    /// submission thread (issue #10).
-    waited: bool,
 }
 
 impl JobCtl {
@@ -97,7 +127,9 @@ impl JobCtl {
             tag,
             cancelled: AtomicBool::new(false),
             gate: RwLock::new(()),
-            gpu: Mutex::new(GpuWrites::default()),
+            gpu_pending: AtomicU32::new(0),
+            gpu_waited: AtomicBool::new(false),
+            gpu_lock: Mutex::new(()),
             gpu_idle: Condvar::new(),
         }
     }
@@ -113,20 +145,27 @@ impl JobCtl {
     }
 
     /// Pins the request for a GPU write; false once cancelled.
+    ///
+    /// The count goes up before the flag is read, and `cancel` sets the
+    /// flag before it reads the count (both sequentially consistent), so
+    /// either this call sees the cancel and backs out, or `cancel` sees
+    /// the write pending and waits for it.
     pub(crate) fn begin_gpu(&self) -> bool {
-        let _g = self.gate.read().unwrap_or_else(|e| e.into_inner());
-        if self.is_cancelled() {
+        self.gpu_pending.fetch_add(1, Ordering::SeqCst);
+        if self.cancelled.load(Ordering::SeqCst) {
+            self.end_gpu();
             return false;
         }
-        self.gpu.lock().unwrap_or_else(|e| e.into_inner()).pending += 1;
         true
     }
 
     /// A GPU write recorded by `begin_gpu` has landed.
     pub(crate) fn end_gpu(&self) {
-        let mut n = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
-        n.pending = n.pending.saturating_sub(1);
-        if n.pending == 0 && n.waited {
+        let before = self.gpu_pending.fetch_sub(1, Ordering::SeqCst);
+        debug_assert!(before > 0, "end_gpu without begin_gpu");
+        if before == 1 && self.gpu_waited.load(Ordering::SeqCst) {
+            // Taking the lock orders this wake after the canceller's check.
+            let _g = self.gpu_lock.lock().unwrap_or_else(|e| e.into_inner());
             self.gpu_idle.notify_all();
         }
     }
@@ -137,12 +176,12 @@ impl JobCtl {
     pub(crate) fn cancel(&self) {
         {
             let _g = self.gate.write().unwrap_or_else(|e| e.into_inner());
-            self.cancelled.store(true, Ordering::Release);
+            self.cancelled.store(true, Ordering::SeqCst);
         }
-        let mut n = self.gpu.lock().unwrap_or_else(|e| e.into_inner());
-        while n.pending > 0 {
-            n.waited = true;
-            n = self.gpu_idle.wait(n).unwrap_or_else(|e| e.into_inner());
+        let mut g = self.gpu_lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.gpu_waited.store(true, Ordering::SeqCst);
+        while self.gpu_pending.load(Ordering::SeqCst) > 0 {
+            g = self.gpu_idle.wait(g).unwrap_or_else(|e| e.into_inner());
         }
     }
 }

@@ -208,6 +208,10 @@ pub(crate) struct RuntimeShared {
     pub stored_on_gpu: bool,
     pub cmds: Sender<job::Cmd>,
     pub next_job: AtomicU64,
+    /// Bumped by every `Queue::cancel`: while it has not moved, no part
+    /// waiting on the submission thread can belong to a cancelled request,
+    /// so that thread skips the per-part check.
+    pub cancels: AtomicU64,
     pub next_queue: std::sync::atomic::AtomicU32,
     pub trace: Option<trace::TraceWriter>,
     /// Nanoseconds the submission (dispatcher) thread spent working, not
@@ -326,6 +330,7 @@ impl Runtime {
             stored_on_gpu,
             cmds: tx,
             next_job: AtomicU64::new(1),
+            cancels: AtomicU64::new(0),
             next_queue: std::sync::atomic::AtomicU32::new(0),
             trace,
             submit_busy_ns: AtomicU64::new(0),

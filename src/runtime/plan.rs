@@ -152,8 +152,54 @@ pub(crate) struct Plan {
     pub assembly: Option<Assembly>,
     pub delivered: u64,
     pub stored: u64,
-    pub file: Option<std::path::PathBuf>,
-    pub source_desc: String,
+}
+
+/// A source in words and the file it reads, for error records. Made only
+/// when a request fails: formatting it for every request cost the
+/// enqueueing thread more than planning the request did (issue #10).
+pub(crate) fn describe_source(source: &Source) -> (String, Option<std::path::PathBuf>) {
+    let asset_name = |pack: &PackFile, id: AssetId| match pack.pack.get_asset(id) {
+        Some(a) => a.name.clone(),
+        None => format!("#{}", id.0),
+    };
+    match source {
+        Source::Blob { pack, asset, range } => {
+            let r = range
+                .clone()
+                .unwrap_or(0..pack.pack.get_asset(*asset).map_or(0, |a| a.size));
+            let name = asset_name(pack, *asset);
+            (
+                format!("{} asset '{name}' bytes {r:?}", pack.path().display()),
+                Some(pack.path().to_path_buf()),
+            )
+        }
+        Source::Tile {
+            pack,
+            asset,
+            mip,
+            x,
+            y,
+        } => {
+            let name = asset_name(pack, *asset);
+            (
+                format!(
+                    "{} asset '{name}' mip {mip} tile ({x},{y})",
+                    pack.path().display()
+                ),
+                Some(pack.path().to_path_buf()),
+            )
+        }
+        Source::PackedMips { pack, asset } => {
+            let name = asset_name(pack, *asset);
+            (
+                format!("{} asset '{name}' packed mips", pack.path().display()),
+                Some(pack.path().to_path_buf()),
+            )
+        }
+        Source::Memory { data, codec, .. } => {
+            (format!("memory ({} bytes, {codec})", data.len()), None)
+        }
+    }
 }
 
 fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) -> Class {
@@ -196,7 +242,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
     }
     let mut parts = Vec::new();
     let mut assembly = None;
-    let (delivered, file, source_desc);
+    let delivered;
     // The destination as a sequence of places for a linear byte stream.
     let linear = |len: u64| -> Result<Box<dyn Fn(u64) -> Place>, RequestError> {
         match &req.destination {
@@ -300,8 +346,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 });
             }
             delivered = r.end - r.start;
-            file = Some(pack.path().to_path_buf());
-            source_desc = format!("{} asset '{}' bytes {:?}", pack.path().display(), a.name, r);
         }
         Source::Tile {
             pack,
@@ -385,12 +429,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 class,
             });
             delivered = b.size as u64;
-            file = Some(pack.path().to_path_buf());
-            source_desc = format!(
-                "{} asset '{}' mip {mip} tile ({x},{y})",
-                pack.path().display(),
-                a.name
-            );
         }
         Source::PackedMips { pack, asset } => {
             let a = asset_of(pack, *asset)?;
@@ -481,8 +519,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 outputs,
             });
             delivered = stream as u64;
-            file = Some(pack.path().to_path_buf());
-            source_desc = format!("{} asset '{}' packed mips", pack.path().display(), a.name);
         }
         Source::Memory { data, codec, size } => {
             let size = *size;
@@ -543,8 +579,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 });
             }
             delivered = size as u64;
-            file = None;
-            source_desc = format!("memory ({} bytes, {codec})", data.len());
         }
     }
     // DirectStorage's rule: everything a request stages must fit at once.
@@ -592,7 +626,5 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
         assembly,
         delivered,
         stored,
-        file,
-        source_desc,
     })
 }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::completion::{ErrorRecord, Fence, Marker, Outcome, StatusArray, Tracker};
 
-use super::job::{Cmd, FailureInfo, JobCtl, JobOwner, JobSpec};
+use super::job::{Cmd, Ended, FailureInfo, JobCtl, JobOwner, JobSpec};
 use super::request::{Destination, Request};
 use super::stats::QueueStats;
 use super::{plan, RequestError, RuntimeShared};
@@ -83,20 +83,43 @@ impl JobOwner for QueueShared {
         &self.stats
     }
 
-    /// Called by the submission thread when a request has ended.
-    fn finish(&self, id: u64, seq: u64, window: u64, outcome: Outcome) {
-        let fired = self
-            .tracker
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .complete(seq, window, outcome);
-        self.registry
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
+    /// Called by the submission thread with the requests that ended in
+    /// one turn of its loop: each lock is taken once for all of them.
+    fn finish(&self, ended: Vec<Ended>, staging_peak: u64) {
+        {
+            let mut st = self.stats.lock().unwrap_or_else(|e| e.into_inner());
+            for e in &ended {
+                match &e.outcome {
+                    Outcome::Done => {
+                        st.completed += 1;
+                        st.bytes_delivered += e.delivered;
+                        st.bytes_stored += e.stored;
+                    }
+                    Outcome::Failed(_) => st.failed += 1,
+                    Outcome::Cancelled => st.cancelled += 1,
+                }
+                st.latency_ns_total += e.latency.as_nanos() as u64;
+                st.latency.record(e.latency);
+            }
+            st.staging_peak_bytes = st.staging_peak_bytes.max(staging_peak);
+        }
+        {
+            let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+            for e in &ended {
+                r.remove(&e.id);
+            }
+        }
+        let n = ended.len();
+        let mut fired = Vec::new();
+        {
+            let mut t = self.tracker.lock().unwrap_or_else(|e| e.into_inner());
+            for e in ended {
+                fired.extend(t.complete(e.seq, e.window, e.outcome));
+            }
+        }
         let wake = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            s.in_flight -= 1;
+            s.in_flight -= n;
             s.space_waiters > 0
         };
         if wake {
@@ -227,11 +250,9 @@ impl Queue {
             delivered: p.delivered,
             stored: p.stored,
             failure_info: FailureInfo {
-                source: p.source_desc,
-                destination: req.destination.describe(),
+                source: req.source.clone(),
                 tag: req.tag,
                 name: req.name.clone(),
-                file: p.file,
             },
             submitted: Instant::now(),
         }))
@@ -391,17 +412,7 @@ impl Queue {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .remove(&spec.id);
-                    let info = spec.failure_info;
-                    let f = Arc::new(crate::completion::RequestFailure {
-                        error: Arc::new(RequestError::ShutDown),
-                        source: info.source,
-                        destination: info.destination,
-                        source_size: spec.stored,
-                        destination_size: spec.delivered,
-                        tag: info.tag,
-                        name: info.name,
-                        file: info.file,
-                    });
+                    let f = Arc::new(spec.failure(RequestError::ShutDown));
                     fired.extend(t.complete(spec.seq, spec.window, Outcome::Failed(f)));
                 }
             }
@@ -415,6 +426,7 @@ impl Queue {
     /// for GPU copies of theirs already submitted). Do not call it from a
     /// fence callback: those run on the runtime's own thread.
     pub fn cancel(&self, mask: u64, value: u64) {
+        self.shared.rt.cancels.fetch_add(1, Ordering::SeqCst);
         let matching: Vec<Arc<JobCtl>> = self
             .shared
             .registry

@@ -25,6 +25,10 @@ use super::{PackFile, RequestError};
 /// file's own alignment.
 const DIRECT_ALIGN: u64 = 4096;
 
+/// The smaller bounce-buffer class: a run of one or two blocks rounded out
+/// to the direct-I/O alignment.
+const SMALL_BOUNCE: usize = 136 << 10;
+
 /// A part of a run, and the staging slot its CPU decode writes (if any).
 pub(crate) struct RunPart {
     pub part: Part,
@@ -65,10 +69,12 @@ pub(crate) struct Reads {
     next_run: u64,
     /// Bounce buffers in flight per run id: parts left, bytes, the buffer.
     bounce_runs: IdMap<u64, (usize, u64, Arc<AlignedBuf>)>,
-    /// Bounce buffers of `bounce_cap` bytes kept for reuse: allocating a
-    /// fresh zeroed megabyte per read cost page faults and page clearing
-    /// worth a fifth of the CPU path's time.
-    bounce_pool: Vec<AlignedBuf>,
+    /// Bounce buffers kept for reuse, one pool per size class
+    /// ([`SMALL_BOUNCE`] and `bounce_cap`): allocating a fresh zeroed
+    /// megabyte per read cost page faults and page clearing worth a fifth of
+    /// the CPU path's time, and a run of one small block (a packed-mips
+    /// tail) taking a whole megabyte emptied the pool on the GPU path.
+    bounce_pool: [Vec<AlignedBuf>; 2],
     bounce_cap: usize,
     bounce_bytes: u64,
     bounce_limit: u64,
@@ -80,8 +86,8 @@ impl Reads {
             runs: IdMap::default(),
             next_run: 1,
             bounce_runs: IdMap::default(),
-            bounce_pool: Vec::new(),
-            bounce_cap: max_read + (16 << 10),
+            bounce_pool: [Vec::new(), Vec::new()],
+            bounce_cap: (max_read + (16 << 10)).max(SMALL_BOUNCE),
             bounce_bytes: 0,
             bounce_limit,
         }
@@ -144,9 +150,9 @@ impl Reads {
             (Target::Staging(slot), dest, parts)
         } else {
             // The limit counts the buffers' capacity (a pooled buffer serves
-            // any run up to `bounce_cap`), so the pool can hold every buffer
-            // in flight and no pass allocates fresh, zeroed ones.
-            let cap = a_len.max(self.bounce_cap) as u64;
+            // any run of its class), so the pools can hold every buffer in
+            // flight and no pass allocates fresh, zeroed ones.
+            let (class, cap) = self.bounce_class(a_len);
             if self.bounce_bytes > 0 && self.bounce_bytes + cap > self.bounce_limit {
                 return Err(parts);
             }
@@ -177,13 +183,12 @@ impl Reads {
                     out,
                 });
             }
-            let mut buf = if a_len <= self.bounce_cap {
+            let mut buf = match class {
                 // 4 KiB alignment suits every file's direct-read rule.
-                self.bounce_pool
+                Some(k) => self.bounce_pool[k]
                     .pop()
-                    .unwrap_or_else(|| AlignedBuf::with_alignment(self.bounce_cap, 4096))
-            } else {
-                AlignedBuf::with_alignment(a_len, align)
+                    .unwrap_or_else(|| AlignedBuf::with_alignment(cap as usize, 4096)),
+                None => AlignedBuf::with_alignment(a_len, align),
             };
             // The heap block does not move when the buffer moves into the Arc.
             let dest = buf.as_mut_ptr();
@@ -296,10 +301,24 @@ impl Reads {
         // Workers drop their handle before reporting, so this is usually the
         // last one; a buffer still shared is simply freed.
         if let Ok(buf) = Arc::try_unwrap(buf) {
-            let keep = (self.bounce_limit / self.bounce_cap as u64).max(1) as usize;
-            if buf.len() == self.bounce_cap && self.bounce_pool.len() < keep {
-                self.bounce_pool.push(buf);
+            if let (Some(k), cap) = self.bounce_class(buf.len()) {
+                let keep = (self.bounce_limit / cap).max(1) as usize;
+                if buf.len() as u64 == cap && self.bounce_pool[k].len() < keep {
+                    self.bounce_pool[k].push(buf);
+                }
             }
+        }
+    }
+
+    /// The pool a bounce buffer for `len` bytes comes from, and the
+    /// capacity counted against the limit (a pooled buffer's whole size).
+    fn bounce_class(&self, len: usize) -> (Option<usize>, u64) {
+        if len <= SMALL_BOUNCE {
+            (Some(0), SMALL_BOUNCE as u64)
+        } else if len <= self.bounce_cap {
+            (Some(1), self.bounce_cap as u64)
+        } else {
+            (None, len as u64)
         }
     }
 
