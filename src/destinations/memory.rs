@@ -1,6 +1,7 @@
 //! Host memory destinations.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 struct Inner {
@@ -128,16 +129,18 @@ impl HostMemory {
             mem: self.clone(),
             id,
             range,
+            released: AtomicBool::new(false),
         })
     }
 }
 
 /// A claimed range of host memory: the only way the runtime writes it.
-/// Dropping the claim frees the range.
+/// [`HostClaim::release`], or dropping the claim, frees the range.
 pub(crate) struct HostClaim {
     mem: HostMemory,
     id: u64,
     range: Range<usize>,
+    released: AtomicBool,
 }
 
 impl HostClaim {
@@ -153,7 +156,7 @@ impl HostClaim {
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn part_mut(&self, range: Range<usize>) -> Option<&mut [u8]> {
         let len = self.range.end - self.range.start;
-        if range.start > range.end || range.end > len {
+        if range.start > range.end || range.end > len || self.released.load(Ordering::Acquire) {
             return None;
         }
         // SAFETY: the range lies inside the claim, which lies inside the
@@ -168,8 +171,14 @@ impl HostClaim {
     }
 }
 
-impl Drop for HostClaim {
-    fn drop(&mut self) {
+impl HostClaim {
+    /// Frees the range for readers and new claims: the request has ended and
+    /// none of its parts writes any more. Afterwards [`Self::part_mut`]
+    /// hands out nothing. Releasing twice is harmless.
+    pub(crate) fn release(&self) {
+        if self.released.swap(true, Ordering::AcqRel) {
+            return;
+        }
         let mut claims = self
             .mem
             .inner
@@ -182,6 +191,12 @@ impl Drop for HostClaim {
         {
             claims.swap_remove(i);
         }
+    }
+}
+
+impl Drop for HostClaim {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 

@@ -1,199 +1,287 @@
-//! Completion bookkeeping on the submission thread: the table of jobs in
-//! flight, each job's parts left, and ending a job exactly once (done,
-//! failed or cancelled) so its queue can fire fences and status entries.
+//! The completion stage: its own thread, `gpustream-complete`, fed by one
+//! channel. It owns how every job ends: the parts left, the first error,
+//! the packed-mips assembly, and the status words of the GPU batches in
+//! flight. It ends each job exactly once (done, failed or cancelled),
+//! releases its host-memory claim, and tells its queue, which fires
+//! fences and status entries.
+//!
+//! ```text
+//! submission thread --Jobs, Parts, Batch--> \
+//! GPU poll thread --StatusMapped, Lost-->    > completion --> queues (fences)
+//!                                            /     |
+//!               submission thread <--Deliver, Freed, BatchFree
+//! ```
+//!
+//! It took the part of the submission thread's own work that grows with
+//! requests and parts but needs nothing of staging or reads: reading
+//! status words, ending parts and jobs, and the queues' locks (issue #10:
+//! the submission thread keeps up with more bytes per second).
+//!
+//! Order: the submission thread sends a job's `Jobs` entry before it
+//! records or reports anything of its parts, and a batch's `Batch` before
+//! submitting it, whose readback map is what sends `StatusMapped`; one
+//! channel keeps messages in the order their senders' actions happened.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crossbeam::channel::{Receiver, Sender};
 
 use crate::codec::Codec;
 use crate::completion::Outcome;
 
+use super::batch_status::{lost_error, BatchInFlight, StatusWords};
 use super::job::{Ended, JobOwner, JobSpec};
+use super::job_table::split_key;
 use super::plan::{BlockData, BlockSrc, Class, Part};
 use super::RequestError;
 
-/// A job the submission thread holds.
-pub(crate) struct Job {
-    pub spec: JobSpec,
-    pub parts_left: usize,
-    pub error: Option<RequestError>,
-    /// The packed-mips stream being assembled, if the job has one.
-    pub assembly_buf: Option<Arc<Mutex<Vec<u8>>>>,
+/// What reaches the completion stage.
+pub(crate) enum ToCompletion {
+    /// Jobs the submission thread took in: key, the job (its parts taken
+    /// out) and how many parts it has.
+    Jobs(Vec<(u64, JobSpec, usize)>),
+    /// Parts that ended on the submission thread's side (CPU decode, read
+    /// errors, cancellation, direct copies), by job key.
+    Parts(Vec<(u64, Result<(), RequestError>)>),
+    /// A batch about to be submitted; its readback is mapped when it is done.
+    Batch(BatchInFlight),
+    /// Batch `res`'s status words are mapped.
+    StatusMapped(usize),
+    /// The GPU failed under the runtime: no status will come.
+    Lost(String),
+    /// The submission thread panicked: every job ends, failed.
+    FailAll(String),
+    /// Jobs that end at once, failed with `ShutDown`, without ever running
+    /// (a batch arriving after shutdown or after a panic).
+    Refused(Vec<JobSpec>),
+    /// Nothing more will come.
+    Stop,
 }
 
-/// The jobs in flight, in a slab. A job's key, which every part of it
-/// carries in `Part::job`, is its slot in the low 32 bits and the slot's
-/// generation in the high 32, so a key outlives its job harmlessly (lookups
-/// return `None`) and a lookup is one index, not a hash probe: jobs are
-/// touched several times per part on the submission thread, and a hash map
-/// of these 400-byte jobs scattered them over cache lines (issue #10).
-#[derive(Default)]
-pub(crate) struct JobTable {
-    slots: Vec<JobSlot>,
-    /// Free slots, most recently freed last (reused first: still in cache).
-    free: Vec<u32>,
-    live: usize,
-    /// The most staging bytes in use at once, for the stats.
-    pub staging_peak: u64,
-    /// Jobs ended and not yet reported to their queues, by queue.
-    ended: Vec<(Arc<dyn JobOwner>, Vec<Ended>)>,
+/// What the completion stage tells the submission thread.
+pub(crate) enum FromCompletion {
+    /// A job's packed mips are assembled: these parts deliver them (at the
+    /// job's priority index).
+    Deliver(usize, Vec<Part>),
+    /// These jobs have ended: their keys can be reused.
+    Freed(Vec<u64>),
+    /// Batch buffer set `res` is free again.
+    BatchFree(usize),
+}
+
+/// What the completion stage reads of the GPU batches.
+pub(crate) struct GpuStatus {
+    /// Each buffer set's status readback (`table::COUNT` tables of `stride`
+    /// words).
+    pub readback: Vec<wgpu::Buffer>,
+    pub stride: usize,
+    /// wgpu's noop backend: passes do not run.
+    pub noop: bool,
+}
+
+/// How the stage is set up.
+pub(crate) struct Setup {
     /// Whether CPU parts bound for the GPU are laid out by the CPU (see
     /// `Part::pitched`); assembled packed mips follow it.
     pub pitched_cpu_output: bool,
+    /// The most staging bytes in use at once, which the submission thread
+    /// keeps, for the queues' stats.
+    pub staging_peak: Arc<AtomicU64>,
+    pub gpu: Option<GpuStatus>,
 }
 
-#[derive(Default)]
-struct JobSlot {
-    generation: u32,
-    job: Option<Job>,
+/// A job the completion stage holds.
+struct Job {
+    spec: JobSpec,
+    parts_left: usize,
+    error: Option<RequestError>,
 }
 
-fn split_key(key: u64) -> (usize, u32) {
-    (key as u32 as usize, (key >> 32) as u32)
+struct Stage {
+    setup: Setup,
+    /// By the slot index of the job's key (the submission thread frees a
+    /// key only when told, so indices never collide).
+    jobs: Vec<Option<(u64, Job)>>,
+    batches: Vec<Option<BatchInFlight>>,
+    lost: Option<String>,
+    back: Sender<FromCompletion>,
+    /// Jobs ended this turn, by queue, and their keys.
+    ended: Vec<(Arc<dyn JobOwner>, Vec<Ended>)>,
+    freed: Vec<u64>,
 }
 
-/// What ending a part asks of the submission thread.
-pub(crate) enum Next {
-    /// Nothing more.
-    Nothing,
-    /// The job's packed mips are assembled: these parts deliver them.
-    Deliver(usize, Vec<Part>),
+/// Starts the completion thread.
+pub(crate) fn spawn(
+    setup: Setup,
+    inbox: Receiver<ToCompletion>,
+    back: Sender<FromCompletion>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("gpustream-complete".into())
+        .spawn(move || {
+            let mut stage = Stage {
+                setup,
+                jobs: Vec::new(),
+                batches: Vec::new(),
+                lost: None,
+                back,
+                ended: Vec::new(),
+                freed: Vec::new(),
+            };
+            stage.run(inbox)
+        })
 }
 
-impl JobTable {
-    /// An empty table; `pitched_cpu_output` as in `Part::pitched`.
-    pub fn new(pitched_cpu_output: bool) -> JobTable {
-        JobTable {
-            pitched_cpu_output,
-            ..JobTable::default()
-        }
-    }
-
-    /// Takes a job in; returns its key and its parts (each now carrying
-    /// the key) for scheduling.
-    pub fn insert(&mut self, mut spec: JobSpec) -> (u64, Vec<Part>) {
-        let mut parts = std::mem::take(&mut spec.parts);
-        let assembly_buf = spec
-            .assembly
-            .as_ref()
-            .map(|a| Arc::new(Mutex::new(vec![0u8; a.len])));
-        let job = Job {
-            parts_left: parts.len(),
-            spec,
-            error: None,
-            assembly_buf,
-        };
-        let index = match self.free.pop() {
-            Some(i) => i as usize,
-            None => {
-                self.slots.push(JobSlot::default());
-                self.slots.len() - 1
+impl Stage {
+    fn run(&mut self, inbox: Receiver<ToCompletion>) {
+        while let Ok(msg) = inbox.recv() {
+            let mut stop = self.handle(msg);
+            while let Ok(msg) = inbox.try_recv() {
+                stop |= self.handle(msg);
             }
-        };
-        let slot = &mut self.slots[index];
-        slot.job = Some(job);
-        self.live += 1;
-        let key = ((slot.generation as u64) << 32) | index as u64;
-        for p in &mut parts {
-            p.job = key;
+            self.end_turn();
+            if stop {
+                break;
+            }
         }
-        (key, parts)
+        // The sender is gone or said stop: anything still held ends, so no
+        // fence waits forever.
+        self.fail_all("the runtime stopped".into());
+        self.end_turn();
     }
 
-    fn remove(&mut self, key: u64) -> Option<Job> {
-        let (index, generation) = split_key(key);
-        let slot = self.slots.get_mut(index)?;
-        if slot.generation != generation {
-            return None;
+    /// Handles one message; true on `Stop`.
+    fn handle(&mut self, msg: ToCompletion) -> bool {
+        // A bug here must not leave fences hanging: a panic fails
+        // everything held, and the stage carries on.
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match msg {
+            ToCompletion::Jobs(jobs) => {
+                for (key, spec, parts) in jobs {
+                    self.insert(key, spec, parts);
+                }
+                false
+            }
+            ToCompletion::Parts(parts) => {
+                for (key, result) in parts {
+                    self.part_done(key, result);
+                }
+                false
+            }
+            ToCompletion::Batch(b) => {
+                if let Some(why) = self.lost.clone() {
+                    self.fail_batch(b, &why);
+                } else {
+                    let r = b.res;
+                    if self.batches.len() <= r {
+                        self.batches.resize_with(r + 1, || None);
+                    }
+                    self.batches[r] = Some(b);
+                }
+                false
+            }
+            ToCompletion::StatusMapped(r) => {
+                self.status_mapped(r);
+                false
+            }
+            ToCompletion::Lost(why) => {
+                for r in 0..self.batches.len() {
+                    if let Some(b) = self.batches[r].take() {
+                        self.fail_batch(b, &why);
+                    }
+                }
+                self.lost = Some(why);
+                false
+            }
+            ToCompletion::FailAll(what) => {
+                self.fail_all(format!("the runtime's dispatcher panicked: {what}"));
+                false
+            }
+            ToCompletion::Refused(specs) => {
+                for spec in specs {
+                    let job = Job {
+                        spec,
+                        parts_left: 0,
+                        error: Some(RequestError::ShutDown),
+                    };
+                    self.finish(job);
+                }
+                false
+            }
+            ToCompletion::Stop => true,
+        }));
+        match outcome {
+            Ok(stop) => stop,
+            Err(panic) => {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "unknown panic".into());
+                self.fail_all(format!("the runtime's completion stage panicked: {what}"));
+                false
+            }
         }
-        let job = slot.job.take()?;
-        slot.generation = slot.generation.wrapping_add(1);
-        self.free.push(index as u32);
-        self.live -= 1;
-        Some(job)
+    }
+
+    fn insert(&mut self, key: u64, spec: JobSpec, parts: usize) {
+        let (index, _) = split_key(key);
+        if self.jobs.len() <= index {
+            self.jobs.resize_with(index + 1, || None);
+        }
+        let job = Job {
+            spec,
+            parts_left: parts,
+            error: None,
+        };
+        self.jobs[index] = Some((key, job));
+        if parts == 0 {
+            self.parts_done(key);
+        }
     }
 
     fn get_mut(&mut self, key: u64) -> Option<&mut Job> {
-        let (index, generation) = split_key(key);
-        let slot = self.slots.get_mut(index)?;
-        if slot.generation != generation {
-            return None;
+        let (index, _) = split_key(key);
+        match self.jobs.get_mut(index) {
+            Some(Some((k, job))) if *k == key => Some(job),
+            _ => None,
         }
-        slot.job.as_mut()
     }
 
-    /// Takes in a job that already failed (a batch arriving after shutdown)
-    /// and ends it.
-    pub fn insert_failed(&mut self, mut spec: JobSpec, error: RequestError) {
-        spec.parts.clear();
-        let (key, _) = self.insert(spec);
-        self.fail(key, error);
-        self.complete(key);
-    }
-
-    /// The job, if still in flight.
-    pub fn get(&self, key: u64) -> Option<&Job> {
-        let (index, generation) = split_key(key);
-        let slot = self.slots.get(index)?;
-        if slot.generation != generation {
-            return None;
-        }
-        slot.job.as_ref()
-    }
-
-    /// Whether no job is in flight.
-    pub fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
-    /// The keys of the jobs in flight.
-    pub fn ids(&self) -> Vec<u64> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.job.is_some())
-            .map(|(i, s)| ((s.generation as u64) << 32) | i as u64)
-            .collect()
-    }
-
-    /// Whether the job is gone or cancelled.
-    pub fn cancelled(&self, key: u64) -> bool {
-        self.get(key).is_none_or(|j| j.spec.ctl.is_cancelled())
-    }
-
-    /// Records that the job must fail with `error` (the first error wins).
-    pub fn fail(&mut self, key: u64, error: RequestError) {
-        if let Some(j) = self.get_mut(key) {
-            if j.error.is_none() {
-                j.error = Some(error);
+    fn take(&mut self, key: u64) -> Option<Job> {
+        let (index, _) = split_key(key);
+        match self.jobs.get_mut(index) {
+            Some(slot @ Some(_)) if slot.as_ref().is_some_and(|(k, _)| *k == key) => {
+                slot.take().map(|(_, j)| j)
             }
+            _ => None,
         }
     }
 
     /// One part of a job ended.
-    pub fn part_done(&mut self, job: u64, result: Result<(), RequestError>) -> Next {
-        let Some(j) = self.get_mut(job) else {
-            return Next::Nothing;
+    fn part_done(&mut self, key: u64, result: Result<(), RequestError>) {
+        let Some(j) = self.get_mut(key) else {
+            return;
         };
         if let Err(e) = result {
             if j.error.is_none() && !matches!(e, RequestError::Cancelled) {
                 j.error = Some(e);
             }
         }
-        j.parts_left -= 1;
+        j.parts_left = j.parts_left.saturating_sub(1);
         if j.parts_left == 0 {
-            return self.parts_done(job);
+            self.parts_done(key);
         }
-        Next::Nothing
     }
 
-    /// Every part of a job ended: deliver an assembly, or complete the job.
-    pub fn parts_done(&mut self, id: u64) -> Next {
-        let pitched = self.pitched_cpu_output;
-        let Some(j) = self.get_mut(id) else {
-            return Next::Nothing;
+    /// Every part of a job ended: deliver its assembly, or end it.
+    fn parts_done(&mut self, key: u64) {
+        let pitched = self.setup.pitched_cpu_output;
+        let Some(j) = self.get_mut(key) else {
+            return;
         };
-        if j.error.is_none() && !j.spec.ctl.is_cancelled() {
-            if let (Some(asm), Some(buf)) = (j.spec.assembly.take(), j.assembly_buf.take()) {
+        if j.error.is_none() && !j.spec.hot.ctl.is_cancelled() {
+            if let (Some(asm), Some(buf)) = (j.spec.assembly.take(), &j.spec.hot.assembly_buf) {
                 let bytes: Arc<[u8]> =
                     std::mem::take(&mut *buf.lock().unwrap_or_else(|e| e.into_inner())).into();
                 let parts: Vec<Part> = asm
@@ -202,7 +290,7 @@ impl JobTable {
                     .map(|(range, place)| {
                         let len = (range.end - range.start) as u32;
                         Part {
-                            job: id,
+                            job: key,
                             block: BlockSrc {
                                 data: BlockData::Memory(bytes.clone(), range),
                                 offset: 0,
@@ -219,31 +307,33 @@ impl JobTable {
                     .collect();
                 if !parts.is_empty() {
                     j.parts_left = parts.len();
-                    return Next::Deliver(j.spec.priority_index(), parts);
+                    let prio = j.spec.hot.priority_index();
+                    let _ = self.back.send(FromCompletion::Deliver(prio, parts));
+                    return;
                 }
             }
         }
-        self.complete(id);
-        Next::Nothing
+        if let Some(job) = self.take(key) {
+            self.freed.push(key);
+            self.finish(job);
+        }
     }
 
-    /// Ends a job: its claim on host memory is released at once, and its
-    /// queue hears of it at the next [`JobTable::flush_ended`].
-    pub fn complete(&mut self, key: u64) {
-        let Some(j) = self.remove(key) else {
-            return;
-        };
-        let spec = j.spec;
-        let outcome = if spec.ctl.is_cancelled() {
+    /// Ends a job: releases its claim on host memory at once (before its
+    /// fence can fire, so a waiter woken by it can read the bytes), and
+    /// queues its end for its queue, told at the end of the turn.
+    fn finish(&mut self, job: Job) {
+        let spec = job.spec;
+        let outcome = if spec.hot.ctl.is_cancelled() {
             Outcome::Cancelled
-        } else if let Some(e) = j.error {
+        } else if let Some(e) = job.error {
             Outcome::Failed(Arc::new(spec.failure(e)))
         } else {
             Outcome::Done
         };
-        // Release the host-memory claim before the fence can fire, so a
-        // waiter woken by it can read the bytes.
-        drop(spec.claim);
+        if let Some(c) = &spec.hot.claim {
+            c.release();
+        }
         let ended = Ended {
             id: spec.id,
             seq: spec.seq,
@@ -253,19 +343,89 @@ impl JobTable {
             stored: spec.stored,
             latency: spec.submitted.elapsed(),
         };
+        let queue = &spec.hot.queue;
         match self.ended.last_mut() {
-            Some((q, list)) if Arc::ptr_eq(q, &spec.queue) => list.push(ended),
-            _ => self.ended.push((spec.queue, vec![ended])),
+            Some((q, list)) if Arc::ptr_eq(q, queue) => list.push(ended),
+            _ => self.ended.push((queue.clone(), vec![ended])),
         }
     }
 
-    /// Tells every queue which of its jobs ended since the last call, one
-    /// call per queue and run of ends. The submission thread calls it at
-    /// the end of every turn of its loop.
-    pub fn flush_ended(&mut self) {
-        let peak = self.staging_peak;
+    /// A batch's status words are mapped: each of its parts ends.
+    fn status_mapped(&mut self, r: usize) {
+        let Some(b) = self.batches.get_mut(r).and_then(Option::take) else {
+            return;
+        };
+        let Some(gpu) = &self.setup.gpu else {
+            return;
+        };
+        let readback = gpu.readback[r].clone();
+        let (stride, noop) = (gpu.stride, gpu.noop);
+        if let Some(first) = b.entries.first() {
+            if let Some(j) = self.get_mut(first.part.job) {
+                let ns = b.submitted.elapsed().as_nanos() as u64;
+                j.spec.hot.stats(|st| st.gpu_ns += ns);
+            }
+        }
+        {
+            // Read where mapped: copying the readback out was a fresh
+            // 256 KiB allocation, page faults included, per batch.
+            let view = readback.slice(..).get_mapped_range().ok();
+            let status = StatusWords {
+                words: view
+                    .as_deref()
+                    .and_then(|v| bytemuck::try_cast_slice(v).ok())
+                    .unwrap_or(&[]),
+                stride,
+                noop,
+            };
+            for e in b.entries {
+                let result = status.verdict(&e);
+                if let Some(j) = self.get_mut(e.part.job) {
+                    j.spec.hot.ctl.end_gpu();
+                }
+                self.part_done(e.part.job, result);
+            }
+        }
+        readback.unmap();
+        let _ = self.back.send(FromCompletion::BatchFree(r));
+    }
+
+    fn fail_batch(&mut self, b: BatchInFlight, why: &str) {
+        for e in b.entries {
+            if let Some(j) = self.get_mut(e.part.job) {
+                j.spec.hot.ctl.end_gpu();
+            }
+            self.part_done(e.part.job, Err(lost_error(why)));
+        }
+    }
+
+    /// Ends every job held, failed with `what`.
+    fn fail_all(&mut self, what: String) {
+        self.batches.clear();
+        let held: Vec<u64> = self.jobs.iter().flatten().map(|(k, _)| *k).collect();
+        for key in held {
+            if let Some(mut job) = self.take(key) {
+                if job.error.is_none() {
+                    job.error = Some(RequestError::Internal(what.clone()));
+                }
+                self.freed.push(key);
+                self.finish(job);
+            }
+        }
+    }
+
+    /// Tells every queue which of its jobs ended this turn (one call per
+    /// queue and run of ends, so each queue lock is taken once), and the
+    /// submission thread which keys are free.
+    fn end_turn(&mut self) {
+        let peak = self.setup.staging_peak.load(Ordering::Relaxed);
         for (queue, list) in self.ended.drain(..) {
             queue.finish(list, peak);
+        }
+        if !self.freed.is_empty() {
+            let _ = self
+                .back
+                .send(FromCompletion::Freed(std::mem::take(&mut self.freed)));
         }
     }
 }

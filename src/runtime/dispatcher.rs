@@ -1,21 +1,23 @@
-//! The submission thread: one per runtime. It owns every request in flight
-//! and routes its parts between the stages, each of which owns its state:
+//! The submission thread: one per runtime. It runs every request's parts
+//! through the stages that need staging and reads, each of which owns its
+//! state, and hands each part's end to the completion stage:
 //!
 //! ```text
-//! Cmd::Batch (Queue::submit) -> complete::JobTable (jobs, parts left)
+//! Cmd::Batch (Queue::submit) -> job_table::JobTable (what the stages look up)
 //!   -> schedule::Schedule (which part next, by priority)
 //!   -> reads::Reads (coalesced runs into staging slots or bounce buffers)
 //!   -> cpu_decode (threads: checksum + decode into the final place)
 //!   -> gpu_batch::GpuBatcher (staging chunks -> one batch, one submission)
-//!   -> complete::JobTable (the job ends; its queue fires fences, status)
+//!   -> complete (its own thread: status words, parts and jobs ending,
+//!      queues told; Deliver, Freed and BatchFree come back)
 //! ```
 //!
 //! Its own work per part is a handful of stores: it never touches the
 //! bytes. Checksums are checked where the bytes are hot (CPU threads) or
 //! where they are read anyway (the GPU's check pass).
 
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam::channel::{Receiver, Sender};
@@ -23,10 +25,12 @@ use crossbeam::channel::{Receiver, Sender};
 use crate::io::ReadCompletion;
 use crate::staging::SlotWriter;
 
-use super::complete::{JobTable, Next};
+use super::batch_status::lost_error;
+use super::complete::{self, FromCompletion, ToCompletion};
 use super::cpu_decode;
 use super::gpu_batch::{Finished, GpuBatcher, GpuEvent, Staged};
-use super::job::Cmd;
+use super::job::{Cmd, JobSpec};
+use super::job_table::JobTable;
 use super::plan::{BlockData, Class, Part};
 use super::reads::{Landed, Reads, RunPart};
 use super::schedule::Schedule;
@@ -60,6 +64,28 @@ pub(crate) struct Dispatcher {
     shutting_down: bool,
     /// `RuntimeShared::cancels` when the schedule was last checked through.
     cancels_seen: u64,
+    /// The completion stage's inbox, its replies, and its thread.
+    to_complete: Sender<ToCompletion>,
+    from_complete: Receiver<FromCompletion>,
+    completion: Option<std::thread::JoinHandle<()>>,
+    /// Parts that ended here this turn, sent to the completion stage at
+    /// its end in one message.
+    ended: Vec<(u64, Result<(), RequestError>)>,
+    staging_peak: Arc<AtomicU64>,
+}
+
+/// The channels between the GPU batch, the submission thread and the
+/// completion stage, made before the batcher (whose callbacks send on them).
+pub(crate) struct Wiring {
+    pub to_complete: (Sender<ToCompletion>, Receiver<ToCompletion>),
+}
+
+impl Wiring {
+    pub fn new() -> Wiring {
+        Wiring {
+            to_complete: crossbeam::channel::unbounded(),
+        }
+    }
 }
 
 impl Dispatcher {
@@ -67,6 +93,7 @@ impl Dispatcher {
         rt: Arc<RuntimeShared>,
         cmds: Receiver<Cmd>,
         gpu: Option<(GpuBatcher, Receiver<GpuEvent>)>,
+        wiring: Wiring,
         cpu_threads: usize,
         bounce_limit: u64,
     ) -> std::io::Result<Dispatcher> {
@@ -77,7 +104,18 @@ impl Dispatcher {
             None => (None, crossbeam::channel::never()),
         };
         let reads = Reads::new(rt.config.io.max_read, bounce_limit);
-        let pitched_cpu_output = !rt.stored_on_gpu;
+        let staging_peak = Arc::new(AtomicU64::new(0));
+        let (back_tx, from_complete) = crossbeam::channel::unbounded();
+        let (to_complete, inbox) = wiring.to_complete;
+        let completion = complete::spawn(
+            complete::Setup {
+                pitched_cpu_output: !rt.stored_on_gpu,
+                staging_peak: staging_peak.clone(),
+                gpu: gpu.as_ref().map(GpuBatcher::status_view),
+            },
+            inbox,
+            back_tx,
+        )?;
         Ok(Dispatcher {
             rt,
             cmds,
@@ -87,12 +125,17 @@ impl Dispatcher {
             cpu_tx,
             gpu_rx,
             pool: cpu_decode::Pool::new(cpu_threads)?,
-            jobs: JobTable::new(pitched_cpu_output),
+            jobs: JobTable::default(),
             schedule: Schedule::default(),
             reads,
             gpu,
             shutting_down: false,
             cancels_seen: 0,
+            to_complete,
+            from_complete,
+            completion: Some(completion),
+            ended: Vec::new(),
+            staging_peak,
         })
     }
 
@@ -100,9 +143,10 @@ impl Dispatcher {
     pub(crate) fn run(mut self) {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_loop()));
         if let Err(panic) = outcome {
-            // A bug in a stage must not leave fences hanging: fail every
-            // request held. Reads may still be landing in bounce buffers and
-            // staging chunks, so those are leaked, not freed.
+            // A bug in a stage must not leave fences hanging: the
+            // completion stage fails every request. Reads may still be
+            // landing in bounce buffers and staging chunks, so those are
+            // leaked, not freed.
             let what = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
@@ -112,26 +156,20 @@ impl Dispatcher {
             if let Some(g) = self.gpu.take() {
                 std::mem::forget(g);
             }
-            for id in self.jobs.ids() {
-                self.jobs.fail(
-                    id,
-                    RequestError::Internal(format!("the runtime's dispatcher panicked: {what}")),
-                );
-                self.jobs.complete(id);
-            }
-            self.jobs.flush_ended();
+            let _ = self.to_complete.send(ToCompletion::FailAll(what));
             self.shutting_down = true;
         }
         // Batches that raced with shutdown (or arrived after a panic) fail
         // rather than vanish.
         while let Ok(cmd) = self.cmds.try_recv() {
             if let Cmd::Batch(specs) = cmd {
-                for spec in specs {
-                    self.jobs.insert_failed(spec, RequestError::ShutDown);
-                }
+                let _ = self.to_complete.send(ToCompletion::Refused(specs));
             }
         }
-        self.jobs.flush_ended();
+        let _ = self.to_complete.send(ToCompletion::Stop);
+        if let Some(t) = self.completion.take() {
+            let _ = t.join();
+        }
     }
 
     fn run_loop(&mut self) {
@@ -144,6 +182,7 @@ impl Dispatcher {
                 recv(self.io_rx) -> c => if let Ok(c) = c { self.on_read(c) },
                 recv(self.cpu_rx) -> d => if let Ok(d) = d { self.on_cpu_done(d) },
                 recv(self.gpu_rx) -> e => if let Ok(e) = e { self.on_gpu(e) },
+                recv(self.from_complete) -> m => if let Ok(m) = m { self.on_completion(m) },
             }
             let busy_from = Instant::now();
             // Drain whatever else is ready before planning, so one planning
@@ -157,37 +196,56 @@ impl Dispatcher {
             while let Ok(e) = self.gpu_rx.try_recv() {
                 self.on_gpu(e);
             }
+            while let Ok(m) = self.from_complete.try_recv() {
+                self.on_completion(m);
+            }
             self.pump();
-            // Every job that ended in this turn reaches its queue at once.
-            self.jobs.flush_ended();
+            // Every part that ended here in this turn reaches the
+            // completion stage in one message.
+            if !self.ended.is_empty() {
+                let parts = std::mem::take(&mut self.ended);
+                let _ = self.to_complete.send(ToCompletion::Parts(parts));
+            }
             self.rt
                 .submit_busy_ns
                 .fetch_add(busy_from.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
     }
 
-    fn accept(&mut self, specs: Vec<crate::runtime::job::JobSpec>) {
-        for spec in specs {
-            let prio = spec.priority_index();
-            let (id, parts) = self.jobs.insert(spec);
-            if parts.is_empty() {
-                let next = self.jobs.parts_done(id);
-                self.follow(next);
-                continue;
+    fn accept(&mut self, specs: Vec<JobSpec>) {
+        let mut jobs = Vec::with_capacity(specs.len());
+        for mut spec in specs {
+            let prio = spec.hot.priority_index();
+            let key = self.jobs.insert(spec.hot.clone());
+            let mut parts = std::mem::take(&mut spec.parts);
+            for p in &mut parts {
+                p.job = key;
             }
+            jobs.push((key, spec, parts.len()));
             self.schedule.push(prio, parts);
         }
+        // Sent before any part of these jobs can end or be recorded.
+        let _ = self.to_complete.send(ToCompletion::Jobs(jobs));
     }
 
-    fn follow(&mut self, next: Next) {
-        if let Next::Deliver(prio, parts) = next {
-            self.schedule.push(prio, parts);
+    fn on_completion(&mut self, m: FromCompletion) {
+        match m {
+            FromCompletion::Deliver(prio, parts) => self.schedule.push(prio, parts),
+            FromCompletion::Freed(keys) => {
+                for k in keys {
+                    self.jobs.remove(k);
+                }
+            }
+            FromCompletion::BatchFree(r) => {
+                if let Some(g) = self.gpu.as_mut() {
+                    g.batch_free(r);
+                }
+            }
         }
     }
 
     fn part_done(&mut self, job: u64, result: Result<(), RequestError>) {
-        let next = self.jobs.part_done(job, result);
-        self.follow(next);
+        self.ended.push((job, result));
     }
 
     fn finished(&mut self, done: Vec<Finished>) {
@@ -235,7 +293,8 @@ impl Dispatcher {
         if g.has_open() && !g.ring.filling() && self.schedule.is_empty() {
             g.flush(&self.jobs, &mut done);
         }
-        self.jobs.staging_peak = self.jobs.staging_peak.max(g.ring.in_use());
+        self.staging_peak
+            .fetch_max(g.ring.in_use(), Ordering::Relaxed);
         self.finished(done);
     }
 
@@ -247,7 +306,7 @@ impl Dispatcher {
         let lost = self.gpu.as_ref().and_then(|g| g.lost().map(str::to_string));
         for part in parts {
             if let (Some(why), true) = (&lost, part.to_gpu()) {
-                self.part_done(part.job, Err(super::gpu_batch::lost_error(why)));
+                self.part_done(part.job, Err(lost_error(why)));
                 continue;
             }
             match &part.block.data {
@@ -276,7 +335,7 @@ impl Dispatcher {
                     blocked.extend(run);
                     continue;
                 }
-                let Some(queue) = self.jobs.get(run[0].job).map(|j| j.spec.queue.clone()) else {
+                let Some(queue) = self.jobs.get(run[0].job).map(|j| j.queue.clone()) else {
                     run.into_iter()
                         .for_each(|p| self.part_done(p.job, Err(RequestError::Cancelled)));
                     continue;
@@ -301,7 +360,7 @@ impl Dispatcher {
             unsafe { self.rt.engine.submit(ops, self.io_tx.clone()) };
         }
         for p in blocked.into_iter().rev() {
-            let prio = self.jobs.get(p.job).map_or(1, |j| j.spec.priority_index());
+            let prio = self.jobs.get(p.job).map_or(1, |j| j.priority_index());
             self.schedule.push_front(prio, p);
         }
     }
@@ -341,7 +400,7 @@ impl Dispatcher {
                 };
                 w.as_mut_slice()[..len as usize].copy_from_slice(&data[range]);
                 if let Some(j) = self.jobs.get(part.job) {
-                    j.spec.stats(|st| st.bytes_host_copied += len);
+                    j.stats(|st| st.bytes_host_copied += len);
                 }
                 g.stage(
                     slot.chunk,
@@ -365,12 +424,9 @@ impl Dispatcher {
         run: Option<u64>,
     ) {
         let RunPart { part, out } = rp;
-        let Some(job) = self.jobs.get(part.job) else {
+        let Some(job) = self.jobs.get_arc(part.job) else {
             return;
         };
-        let ctl = job.spec.ctl.clone();
-        let claim = job.spec.claim.clone();
-        let assembly: Option<Arc<Mutex<Vec<u8>>>> = job.assembly_buf.clone();
         let (slot, writer): (Option<_>, Option<SlotWriter>) = match out {
             Some((s, w)) => (Some(s), Some(w)),
             None => (None, None),
@@ -382,15 +438,14 @@ impl Dispatcher {
             let (result, copied) = cpu_decode::decode_part(
                 &part,
                 &bytes[at..],
-                &ctl,
-                claim.as_deref(),
-                assembly.as_deref(),
+                &job.ctl,
+                job.claim.as_ref(),
+                job.assembly_buf.as_ref(),
                 writer,
             );
-            // Let go of the claim before reporting: the job may complete (and
-            // its fence fire) as soon as the submission thread hears of it.
-            drop(claim);
-            drop(assembly);
+            // Let go of the read buffer before reporting, so the read stage
+            // can take it back into its pool.
+            drop(job);
             drop(data);
             let _ = tx.send(CpuDone {
                 staged: slot.map(|s| (s.chunk, s.offset, part.cpu_staged_len() as u32)),
@@ -434,7 +489,7 @@ impl Dispatcher {
             self.reads.bounce_part_done(r);
         }
         if let Some(j) = self.jobs.get(d.part.job) {
-            j.spec.stats(|st| {
+            j.stats(|st| {
                 st.cpu_decode_ns += d.nanos;
                 st.bytes_host_copied += d.copied;
                 st.blocks_cpu_decoded += 1;

@@ -33,16 +33,18 @@ use crossbeam::channel::Sender;
 
 use crate::completion::gpu_poll::GpuPoller;
 use crate::decode::gpu::{
-    BlockCheck, BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, StoredCopyPipeline,
+    BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, StoredCopyPipeline,
 };
 use crate::decode::Lz4Status;
 use crate::destinations::gpu_copies::{plan_outputs, record_copies, PartDest};
 use crate::staging::StagingRing;
 
-use super::complete::JobTable;
+use super::batch_status::{lost_error, table, BatchEntry, BatchInFlight, Slots};
+use super::complete::{GpuStatus, ToCompletion};
 use super::gpu_direct::{copy_from_chunk, part_dest, record_direct};
+use super::job_table::JobTable;
 use super::plan::{BlockData, Class, Part, Place};
-use super::{GpuDecodeFailure, RequestError};
+use super::RequestError;
 
 /// Callbacks from wgpu, routed back to the submission thread.
 pub(crate) enum GpuEvent {
@@ -50,10 +52,6 @@ pub(crate) enum GpuEvent {
     ChunksCopied(Vec<usize>),
     /// A chunk is mapped again.
     ChunkMapped(usize),
-    /// A batch's submission is done.
-    BatchDone(usize),
-    /// A batch's status words are mapped.
-    StatusMapped(usize),
     /// wgpu panicked while polling: no callback owed will run.
     Lost(String),
 }
@@ -83,8 +81,9 @@ struct Res {
     lz4_descs: wgpu::Buffer,
     stored_descs: wgpu::Buffer,
     check_descs: wgpu::Buffer,
-    /// Status words: LZ4, stored copy, check, computed crc; `desc_cap` each.
-    status: [wgpu::Buffer; 4],
+    /// Status words, one buffer per `batch_status::table`, `caps.blocks`
+    /// words each.
+    status: [wgpu::Buffer; table::COUNT],
     readback: wgpu::Buffer,
 }
 
@@ -93,19 +92,6 @@ struct Open {
     input_used: u64,
     out_need: u64,
     entries: Vec<Entry>,
-}
-
-/// Which table a live entry's descriptor went to, and its index there.
-#[derive(Clone, Copy)]
-struct Slots {
-    /// (LZ4 table?, index); `None` for a part copied as it is (`pitched`).
-    decode: Option<(bool, u32)>,
-    check: Option<u32>,
-}
-
-struct InFlight {
-    entries: Vec<(Entry, Slots)>,
-    submitted: Instant,
 }
 
 /// Limits of one batch.
@@ -160,6 +146,8 @@ pub(crate) struct GpuBatcher {
     pub ring: StagingRing,
     poller: GpuPoller,
     events: Sender<GpuEvent>,
+    /// The completion stage, which ends each batch's parts.
+    to_complete: Sender<ToCompletion>,
     lz4: Option<Lz4DecodePipeline>,
     stored: StoredCopyPipeline,
     crc: Option<Crc32cPipeline>,
@@ -168,7 +156,6 @@ pub(crate) struct GpuBatcher {
     res: Vec<Res>,
     free: Vec<usize>,
     open: Option<Open>,
-    in_flight: IdMap<usize, InFlight>,
     caps: BatchCaps,
     /// Why the GPU can no longer be used (wgpu panicked in the poll thread).
     lost: Option<String>,
@@ -198,10 +185,13 @@ impl GpuBatcher {
         lz4: Option<Lz4DecodePipeline>,
         verify: bool,
         events: Sender<GpuEvent>,
+        to_complete: Sender<ToCompletion>,
         submit_ns: Arc<AtomicU64>,
     ) -> std::io::Result<GpuBatcher> {
         let lost_tx = events.clone();
+        let lost_complete = to_complete.clone();
         let poller = GpuPoller::spawn(device.clone(), move |what| {
+            let _ = lost_complete.send(ToCompletion::Lost(what.clone()));
             let _ = lost_tx.send(GpuEvent::Lost(what));
         })?;
         let stored = StoredCopyPipeline::new(&device);
@@ -217,6 +207,7 @@ impl GpuBatcher {
             ring,
             poller,
             events,
+            to_complete,
             lz4,
             stored,
             crc,
@@ -224,7 +215,6 @@ impl GpuBatcher {
             res,
             free: vec![1, 0],
             open: None,
-            in_flight: IdMap::default(),
             caps,
             lost: None,
             noop,
@@ -249,6 +239,20 @@ impl GpuBatcher {
     /// Whether LZ4 blocks are decoded here.
     pub fn decodes_lz4(&self) -> bool {
         self.lz4.is_some()
+    }
+
+    /// What the completion stage reads of this stage's batches.
+    pub fn status_view(&self) -> GpuStatus {
+        GpuStatus {
+            readback: self.res.iter().map(|r| r.readback.clone()).collect(),
+            stride: self.caps.blocks as usize,
+            noop: self.noop,
+        }
+    }
+
+    /// The completion stage has read batch buffer set `r`'s status words.
+    pub fn batch_free(&mut self, r: usize) {
+        self.free.push(r);
     }
 
     /// A part's bytes are in chunk `chunk` (its slot is reported written
@@ -361,7 +365,7 @@ impl GpuBatcher {
         if let Some(e) = enc {
             self.submit_copies(e, copied);
             if let Some(j) = direct_job.and_then(|id| jobs.get(id)) {
-                j.spec.stats(|st| st.gpu_submits += 1);
+                j.stats(|st| st.gpu_submits += 1);
             }
         }
     }
@@ -399,7 +403,7 @@ impl GpuBatcher {
         };
         let mut live = Vec::with_capacity(open.entries.len());
         for e in open.entries {
-            if jobs.get(e.part.job).is_some_and(|j| j.spec.ctl.begin_gpu()) {
+            if jobs.get(e.part.job).is_some_and(|j| j.ctl.begin_gpu()) {
                 live.push(e);
             } else {
                 done.push((e.part, Err(RequestError::Cancelled)));
@@ -415,7 +419,7 @@ impl GpuBatcher {
             live.into_iter().partition(|e| e.part.pitched);
         let dests: Vec<Option<PartDest<'_>>> = live
             .iter()
-            .map(|e| part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.spec.destination)))
+            .map(|e| part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.destination)))
             .collect();
         let present: Vec<PartDest<'_>> = dests.iter().flatten().cloned().collect();
         let plan = plan_outputs(&present);
@@ -431,7 +435,7 @@ impl GpuBatcher {
                 (Some(_), Some(p)) if fits => *p,
                 _ => {
                     if let Some(j) = jobs.get(e.part.job) {
-                        j.spec.ctl.end_gpu();
+                        j.ctl.end_gpu();
                     }
                     done.push((
                         e.part,
@@ -453,7 +457,7 @@ impl GpuBatcher {
                     Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size)
                         .with_rows(row_bytes, row_pitch),
                 );
-                Some((true, lz4.len() as u32 - 1))
+                Some((table::LZ4, lz4.len() as u32 - 1))
             } else {
                 let size = match &e.part.place {
                     Place::Texture { layout, .. } => layout.tight_size() as u32,
@@ -462,13 +466,17 @@ impl GpuBatcher {
                 stored.push(
                     Lz4BlockDesc::linear(src, size, dst, size).with_rows(row_bytes, row_pitch),
                 );
-                Some((false, stored.len() as u32 - 1))
+                Some((table::STORED, stored.len() as u32 - 1))
             };
             let check = e.check.map(|expected| {
                 checks.push(BlockCheckDesc::new(src, e.len, expected));
                 checks.len() as u32 - 1
             });
-            entries.push((e, Slots { decode, check }));
+            entries.push(BatchEntry {
+                part: e.part,
+                check: e.check,
+                slots: Slots { decode, check },
+            });
         }
         let counts = [lz4.len() as u32, stored.len() as u32, checks.len() as u32];
         let mut enc = self
@@ -544,21 +552,19 @@ impl GpuBatcher {
         let (copies, mut texture_copies) = record_copies(&mut enc, &res.output, &plan.copies);
         commands += copies + dispatches;
         for e in direct {
-            match part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.spec.destination)) {
+            match part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.destination)) {
                 Some(d) => {
                     texture_copies += record_direct(&mut enc, &res.input, e.src, &d);
                     commands += 1;
-                    entries.push((
-                        e,
-                        Slots {
-                            decode: None,
-                            check: None,
-                        },
-                    ));
+                    entries.push(BatchEntry {
+                        part: e.part,
+                        check: None,
+                        slots: Slots::default(),
+                    });
                 }
                 None => {
                     if let Some(j) = jobs.get(e.part.job) {
-                        j.spec.ctl.end_gpu();
+                        j.ctl.end_gpu();
                     }
                     done.push((
                         e.part,
@@ -581,9 +587,9 @@ impl GpuBatcher {
                 commands += 1;
             }
         }
-        if let Some((first, _)) = entries.first() {
+        if let Some(first) = entries.first() {
             if let Some(j) = jobs.get(first.part.job) {
-                j.spec.stats(|st| {
+                j.stats(|st| {
                     st.gpu_submits += 1;
                     st.gpu_commands += commands;
                     st.gpu_dispatches += dispatches;
@@ -596,21 +602,26 @@ impl GpuBatcher {
             }
         }
         let r = open.res;
-        self.in_flight.insert(
-            r,
-            InFlight {
-                entries,
-                submitted: Instant::now(),
-            },
-        );
-        let owed = self.poller.owe();
-        let tx = self.events.clone();
+        // The completion stage hears of the batch before it is submitted,
+        // so its status cannot overtake it; the readback is mapped as soon
+        // as the submission is done (wgpu defers a map of a buffer the
+        // queue still uses), and the map's callback goes straight there.
+        let _ = self.to_complete.send(ToCompletion::Batch(BatchInFlight {
+            res: r,
+            entries,
+            submitted: Instant::now(),
+        }));
         let index = self.submit(enc);
-        self.queue.on_submitted_work_done(move || {
-            let _ = tx.send(GpuEvent::BatchDone(r));
-            owed.paid();
-        });
         self.poller.submitted(index);
+        let owed = self.poller.owe();
+        let tx = self.to_complete.clone();
+        self.res[r]
+            .readback
+            .map_async(wgpu::MapMode::Read, .., move |_| {
+                let _ = tx.send(ToCompletion::StatusMapped(r));
+                owed.paid();
+            });
+        self.poller.mapping();
     }
 
     /// Handles a wgpu callback; parts that ended are pushed to `done`.
@@ -621,7 +632,7 @@ impl GpuBatcher {
                     // Copies straight out of the chunk have landed.
                     for part in self.direct.remove(&c).unwrap_or_default() {
                         if let Some(j) = jobs.get(part.job) {
-                            j.spec.ctl.end_gpu();
+                            j.ctl.end_gpu();
                         }
                         done.push((part, Ok(())));
                     }
@@ -636,16 +647,9 @@ impl GpuBatcher {
             }
             GpuEvent::ChunkMapped(c) => self.ring.mapped(c),
             GpuEvent::Lost(why) => {
-                // Nothing in flight will complete: fail it, and every part
-                // from now on.
-                for (_, f) in self.in_flight.drain() {
-                    for (e, _) in f.entries {
-                        if let Some(j) = jobs.get(e.part.job) {
-                            j.spec.ctl.end_gpu();
-                        }
-                        done.push((e.part, Err(lost_error(&why))));
-                    }
-                }
+                // Nothing owed will complete: fail what this stage holds
+                // (the completion stage fails the batches in flight), and
+                // every part from now on.
                 if let Some(open) = self.open.take() {
                     for e in open.entries {
                         done.push((e.part, Err(lost_error(&why))));
@@ -654,123 +658,14 @@ impl GpuBatcher {
                 for (_, parts) in self.direct.drain() {
                     for part in parts {
                         if let Some(j) = jobs.get(part.job) {
-                            j.spec.ctl.end_gpu();
+                            j.ctl.end_gpu();
                         }
                         done.push((part, Err(lost_error(&why))));
                     }
                 }
                 self.lost = Some(why);
             }
-            GpuEvent::BatchDone(r) => {
-                let Some(f) = self.in_flight.get(&r) else {
-                    return;
-                };
-                if let Some((first, _)) = f.entries.first() {
-                    if let Some(j) = jobs.get(first.part.job) {
-                        let ns = f.submitted.elapsed().as_nanos() as u64;
-                        j.spec.stats(|st| st.gpu_ns += ns);
-                    }
-                }
-                let owed = self.poller.owe();
-                let tx = self.events.clone();
-                self.res[r]
-                    .readback
-                    .map_async(wgpu::MapMode::Read, .., move |_| {
-                        let _ = tx.send(GpuEvent::StatusMapped(r));
-                        owed.paid();
-                    });
-                self.poller.mapping();
-            }
-            GpuEvent::StatusMapped(r) => {
-                let Some(f) = self.in_flight.remove(&r) else {
-                    return;
-                };
-                let stride = self.caps.blocks as usize;
-                let noop = self.noop;
-                // The words are read where they are mapped: copying the
-                // whole readback out (four tables of `caps.blocks` words)
-                // was a fresh 256 KiB allocation, page faults included, per
-                // batch on the submission thread.
-                let view = self.res[r].readback.slice(..).get_mapped_range().ok();
-                let words: &[u32] = view
-                    .as_deref()
-                    .and_then(|v| bytemuck::try_cast_slice(v).ok())
-                    .unwrap_or(&[]);
-                // A failed map (device lost) reads as every word missing:
-                // every block fails rather than hangs.
-                let word = |table: usize, i: u32| {
-                    words
-                        .get(table * stride + i as usize)
-                        .copied()
-                        .unwrap_or(u32::MAX)
-                };
-                for (e, slots) in f.entries {
-                    if let Some(j) = jobs.get(e.part.job) {
-                        j.spec.ctl.end_gpu();
-                    }
-                    let v = verdict(&e, slots, &word, noop);
-                    done.push((e.part, v));
-                }
-                drop(view);
-                self.res[r].readback.unmap();
-                self.free.push(r);
-            }
         }
-    }
-}
-
-/// The error of a part the GPU can no longer deliver.
-pub(crate) fn lost_error(why: &str) -> RequestError {
-    RequestError::Internal(format!(
-        "the GPU failed under the runtime (wgpu panicked: {why})"
-    ))
-}
-
-/// How a part's passes ended, from its status words.
-fn verdict(
-    e: &Entry,
-    slots: Slots,
-    word: &impl Fn(usize, u32) -> u32,
-    noop: bool,
-) -> Result<(), RequestError> {
-    if let (Some(i), Some(expected)) = (slots.check, e.check) {
-        let computed = if noop { expected } else { word(3, i) };
-        let check = BlockCheck::from_words(word(2, i), computed, expected);
-        if !check.is_ok() {
-            if let (BlockCheck::Mismatch { expected, computed }, BlockData::File(pf, id)) =
-                (check, &e.part.block.data)
-            {
-                return Err(RequestError::Pack(crate::pack::PackError::BlockChecksum {
-                    at: pf.pack.describe_block(*id),
-                    block: id.0,
-                    offset: e.part.block.offset,
-                    stored: expected,
-                    computed,
-                }));
-            }
-            return Err(RequestError::GpuDecode {
-                block: e.part.block.describe(),
-                offset: e.part.block.offset,
-                failure: GpuDecodeFailure::Checksum(check),
-            });
-        }
-    }
-    let Some((lz4, i)) = slots.decode else {
-        return Ok(());
-    };
-    let st = Lz4Status::from_word(word(if lz4 { 0 } else { 1 }, i));
-    if st.is_ok() {
-        Ok(())
-    } else {
-        Err(RequestError::GpuDecode {
-            block: e.part.block.describe(),
-            offset: e.part.block.offset,
-            failure: if lz4 {
-                GpuDecodeFailure::Lz4(st)
-            } else {
-                GpuDecodeFailure::StoredCopy(st)
-            },
-        })
     }
 }
 
@@ -809,7 +704,11 @@ impl Res {
             status: std::array::from_fn(|_| {
                 mk("status", words, U::STORAGE | U::COPY_SRC | U::COPY_DST)
             }),
-            readback: mk("status readback", 4 * words, U::MAP_READ | U::COPY_DST),
+            readback: mk(
+                "status readback",
+                table::COUNT as u64 * words,
+                U::MAP_READ | U::COPY_DST,
+            ),
         }
     }
 }

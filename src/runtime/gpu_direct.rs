@@ -6,7 +6,7 @@
 
 use crate::destinations::gpu_copies::PartDest;
 
-use super::complete::JobTable;
+use super::job_table::JobTable;
 use super::plan::{Part, Place};
 use super::request::Destination;
 use super::RequestError;
@@ -26,11 +26,11 @@ pub(super) fn copy_from_chunk(
     let mut parts = Vec::new();
     for (part, at) in staged {
         let job = jobs.get(part.job);
-        if !job.is_some_and(|j| j.spec.ctl.begin_gpu()) {
+        if !job.is_some_and(|j| j.ctl.begin_gpu()) {
             done.push((part, Err(RequestError::Cancelled)));
             continue;
         }
-        match part_dest(&part, job.map(|j| &j.spec.destination)) {
+        match part_dest(&part, job.map(|j| &j.destination)) {
             Some(d) => {
                 texture_copies += record_direct(enc, chunk, at, &d);
                 commands += 1;
@@ -38,7 +38,7 @@ pub(super) fn copy_from_chunk(
             }
             None => {
                 if let Some(j) = job {
-                    j.spec.ctl.end_gpu();
+                    j.ctl.end_gpu();
                 }
                 done.push((
                     part,
@@ -50,7 +50,7 @@ pub(super) fn copy_from_chunk(
         }
     }
     if let Some(j) = parts.first().and_then(|p| jobs.get(p.job)) {
-        j.spec.stats(|st| {
+        j.stats(|st| {
             st.gpu_commands += commands;
             st.texture_copies += texture_copies;
         });

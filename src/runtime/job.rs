@@ -41,24 +41,23 @@ pub(crate) struct Ended {
     pub latency: std::time::Duration,
 }
 
-/// A request handed to the submission thread by `Queue::submit`.
-pub(crate) struct JobSpec {
-    pub id: u64,
-    pub seq: u64,
-    pub window: u64,
+/// What the stages need of a job while it runs: one allocation per request,
+/// shared by the queue's registry (for `cancel`), the submission thread's
+/// [`super::job_table::JobTable`], the CPU threads decoding its parts and
+/// the completion stage.
+pub(crate) struct JobHot {
     pub queue: Arc<dyn JobOwner>,
-    pub ctl: Arc<JobCtl>,
+    pub ctl: JobCtl,
     pub destination: Destination,
-    pub claim: Option<Arc<HostClaim>>,
-    pub parts: Vec<Part>,
-    pub assembly: Option<Assembly>,
-    pub delivered: u64,
-    pub stored: u64,
-    pub failure_info: FailureInfo,
-    pub submitted: Instant,
+    /// The request's claim on host memory. The completion stage releases it
+    /// explicitly when the job ends, before its fence can fire, whoever
+    /// still holds this `JobHot`.
+    pub claim: Option<HostClaim>,
+    /// The packed-mips stream being assembled, if the job has one.
+    pub assembly_buf: Option<Mutex<Vec<u8>>>,
 }
 
-impl JobSpec {
+impl JobHot {
     /// The index of the job's priority (0 = lowest).
     pub fn priority_index(&self) -> usize {
         self.queue.priority() as usize
@@ -68,6 +67,20 @@ impl JobSpec {
     pub fn stats(&self, f: impl FnOnce(&mut QueueStats)) {
         f(&mut self.queue.stats().lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// A request handed to the submission thread by `Queue::submit`.
+pub(crate) struct JobSpec {
+    pub id: u64,
+    pub seq: u64,
+    pub window: u64,
+    pub hot: Arc<JobHot>,
+    pub parts: Vec<Part>,
+    pub assembly: Option<Assembly>,
+    pub delivered: u64,
+    pub stored: u64,
+    pub failure_info: FailureInfo,
+    pub submitted: Instant,
 }
 
 /// What an error record says about a request besides the error: kept as
@@ -86,7 +99,7 @@ impl JobSpec {
         RequestFailure {
             error: Arc::new(error),
             source,
-            destination: self.destination.describe(),
+            destination: self.hot.destination.describe(),
             source_size: self.stored,
             destination_size: self.delivered,
             tag: self.failure_info.tag,

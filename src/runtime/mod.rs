@@ -25,6 +25,7 @@
 //! # let _ = bytes; Ok(()) }
 //! ```
 
+mod batch_status;
 mod complete;
 mod cpu_decode;
 mod dispatcher;
@@ -32,6 +33,7 @@ mod gpu_batch;
 mod gpu_direct;
 mod id_map;
 mod job;
+mod job_table;
 mod plan;
 mod queue;
 mod reads;
@@ -279,6 +281,7 @@ impl Runtime {
             .unwrap_or((config.staging_size / 4).min(8 << 20))
             .max(128 << 10);
         let (gpu_tx, gpu_rx) = crossbeam::channel::unbounded();
+        let wiring = dispatcher::Wiring::new();
         let wgpu_submit_ns = Arc::new(AtomicU64::new(0));
         let gpu_parts = match gpu {
             Some((device, queue)) => {
@@ -304,6 +307,7 @@ impl Runtime {
                     lz4,
                     config.verify_gpu_checksums,
                     gpu_tx,
+                    wiring.to_complete.0.clone(),
                     wgpu_submit_ns.clone(),
                 )
                 .map_err(|e| RuntimeError::Thread("GPU poll", e))?;
@@ -340,6 +344,7 @@ impl Runtime {
             shared.clone(),
             rx,
             gpu_parts.map(|g| (g, gpu_rx)),
+            wiring,
             config.cpu_threads,
             config.bounce_limit,
         )

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::completion::{ErrorRecord, Fence, Marker, Outcome, StatusArray, Tracker};
 
-use super::job::{Cmd, Ended, FailureInfo, JobCtl, JobOwner, JobSpec};
+use super::job::{Cmd, Ended, FailureInfo, JobCtl, JobHot, JobOwner, JobSpec};
 use super::request::{Destination, Request};
 use super::stats::QueueStats;
 use super::{plan, RequestError, RuntimeShared};
@@ -69,7 +69,7 @@ pub(crate) struct QueueShared {
     state: Mutex<State>,
     space: Condvar,
     tracker: Mutex<Tracker>,
-    registry: Mutex<IdMap<u64, Arc<JobCtl>>>,
+    registry: Mutex<IdMap<u64, Arc<JobHot>>>,
     pub stats: Mutex<QueueStats>,
     rt: Arc<RuntimeShared>,
 }
@@ -211,14 +211,14 @@ impl Queue {
         let p = plan::plan(&sh.rt, req)?;
         let id = sh.rt.next_job.fetch_add(1, Ordering::Relaxed);
         let claim = match &req.destination {
-            Destination::Memory { memory, offset } => Some(Arc::new(
+            Destination::Memory { memory, offset } => Some(
                 memory
                     .claim(id, *offset..*offset + p.delivered as usize)
                     .map_err(|busy| RequestError::DestinationBusy {
                         range: *offset..*offset + p.delivered as usize,
                         busy,
                     })?,
-            )),
+            ),
             _ => None,
         };
         if let Some(t) = &sh.rt.trace {
@@ -232,20 +232,21 @@ impl Queue {
                 first.map(|b| b.codec),
             );
         }
-        let ctl = Arc::new(JobCtl::new(req.tag));
-        let mut parts = p.parts;
-        for part in &mut parts {
-            part.job = id;
-        }
+        let hot = Arc::new(JobHot {
+            queue: sh.clone() as Arc<dyn JobOwner>,
+            ctl: JobCtl::new(req.tag),
+            destination: req.destination.clone(),
+            claim,
+            // Allocated here, on the application's thread, not on the
+            // submission thread.
+            assembly_buf: p.assembly.as_ref().map(|a| Mutex::new(vec![0u8; a.len])),
+        });
         Ok(Box::new(JobSpec {
             id,
             seq: 0,
             window: 0,
-            queue: sh.clone() as Arc<dyn JobOwner>,
-            ctl,
-            destination: req.destination.clone(),
-            claim,
-            parts,
+            hot,
+            parts: p.parts,
             assembly: p.assembly,
             delivered: p.delivered,
             stored: p.stored,
@@ -265,7 +266,7 @@ impl Queue {
             .registry
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(spec.id, spec.ctl.clone());
+            .insert(spec.id, spec.hot.clone());
         s.pending.push(Item::Request(spec));
         s.pending_requests += 1;
         s.in_flight += 1;
@@ -427,17 +428,17 @@ impl Queue {
     /// fence callback: those run on the runtime's own thread.
     pub fn cancel(&self, mask: u64, value: u64) {
         self.shared.rt.cancels.fetch_add(1, Ordering::SeqCst);
-        let matching: Vec<Arc<JobCtl>> = self
+        let matching: Vec<Arc<JobHot>> = self
             .shared
             .registry
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .values()
-            .filter(|c| c.tag & mask == value)
+            .filter(|j| j.ctl.tag & mask == value)
             .cloned()
             .collect();
-        for c in matching {
-            c.cancel();
+        for j in matching {
+            j.ctl.cancel();
         }
     }
 
@@ -478,7 +479,7 @@ impl Drop for Queue {
         let mut s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         for item in &s.pending {
             if let Item::Request(spec) = item {
-                spec.ctl.cancel();
+                spec.hot.ctl.cancel();
             }
         }
         let fired = self.submit_locked(&mut s);

@@ -1,0 +1,127 @@
+//! What a recorded GPU batch owes its parts: each part's entry, where its
+//! status words are, and how they read. The GPU batch stage writes this
+//! (`gpu_batch`), the completion stage reads it (`complete`); it sits
+//! below both.
+
+use std::time::Instant;
+
+use crate::decode::gpu::BlockCheck;
+use crate::decode::Lz4Status;
+
+use super::plan::{BlockData, Part};
+use super::{GpuDecodeFailure, RequestError};
+
+/// The status tables of a batch, in the order they are copied to its
+/// readback buffer, `stride` words apart.
+pub(crate) mod table {
+    /// LZ4 decode status words.
+    pub const LZ4: usize = 0;
+    /// Stored-copy status words.
+    pub const STORED: usize = 1;
+    /// crc32c check status words.
+    pub const CHECK: usize = 2;
+    /// The crc32c each check computed.
+    pub const CRC: usize = 3;
+    /// How many tables.
+    pub const COUNT: usize = 4;
+}
+
+/// Where a part's status words are, by table and index.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Slots {
+    /// The pass that delivers the part: (`table::LZ4` or `table::STORED`,
+    /// index); `None` for a part copied as it is (`Part::pitched`).
+    pub decode: Option<(usize, u32)>,
+    /// Its checksum check's index, for a block read from a pack.
+    pub check: Option<u32>,
+}
+
+/// One part of a recorded batch.
+pub(crate) struct BatchEntry {
+    pub part: Part,
+    /// The crc32c the check pass compares with (blocks read from a pack).
+    pub check: Option<u32>,
+    pub slots: Slots,
+}
+
+/// A batch the GPU is running: the completion stage ends its parts once
+/// its status words are mapped.
+pub(crate) struct BatchInFlight {
+    /// Which of the batcher's buffer sets it uses.
+    pub res: usize,
+    pub entries: Vec<BatchEntry>,
+    pub submitted: Instant,
+}
+
+/// The mapped status words of one batch.
+pub(crate) struct StatusWords<'a> {
+    /// The readback buffer's words; empty if the map failed, so that
+    /// every block then fails rather than hangs.
+    pub words: &'a [u32],
+    /// Words per table.
+    pub stride: usize,
+    /// wgpu's noop backend ran no pass: checks count as matching.
+    pub noop: bool,
+}
+
+impl StatusWords<'_> {
+    fn word(&self, table: usize, i: u32) -> u32 {
+        self.words
+            .get(table * self.stride + i as usize)
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
+    /// How a part's passes ended.
+    pub fn verdict(&self, e: &BatchEntry) -> Result<(), RequestError> {
+        if let (Some(i), Some(expected)) = (e.slots.check, e.check) {
+            let computed = if self.noop {
+                expected
+            } else {
+                self.word(table::CRC, i)
+            };
+            let check = BlockCheck::from_words(self.word(table::CHECK, i), computed, expected);
+            if !check.is_ok() {
+                if let (BlockCheck::Mismatch { expected, computed }, BlockData::File(pf, id)) =
+                    (check, &e.part.block.data)
+                {
+                    return Err(RequestError::Pack(crate::pack::PackError::BlockChecksum {
+                        at: pf.pack.describe_block(*id),
+                        block: id.0,
+                        offset: e.part.block.offset,
+                        stored: expected,
+                        computed,
+                    }));
+                }
+                return Err(RequestError::GpuDecode {
+                    block: e.part.block.describe(),
+                    offset: e.part.block.offset,
+                    failure: GpuDecodeFailure::Checksum(check),
+                });
+            }
+        }
+        let Some((t, i)) = e.slots.decode else {
+            return Ok(());
+        };
+        let st = Lz4Status::from_word(self.word(t, i));
+        if st.is_ok() {
+            return Ok(());
+        }
+        Err(RequestError::GpuDecode {
+            block: e.part.block.describe(),
+            offset: e.part.block.offset,
+            failure: if t == table::LZ4 {
+                GpuDecodeFailure::Lz4(st)
+            } else {
+                GpuDecodeFailure::StoredCopy(st)
+            },
+        })
+    }
+}
+
+/// The error of a part the GPU can no longer deliver.
+pub(crate) fn lost_error(why: &str) -> RequestError {
+    RequestError::Internal(format!(
+        "the GPU failed under the runtime (wgpu panicked: {why})"
+    ))
+}
