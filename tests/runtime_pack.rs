@@ -856,6 +856,129 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
     }
 }
 
+/// A blob whose size is not a multiple of 4 and a texture's packed mips
+/// reach GPU buffers through the GPU passes (stored and LZ4 blocks alike)
+/// with the bytes past the data's last word zeroed, whatever the buffer
+/// held before; packed mips land in a buffer as their stream, as in host
+/// memory.
+#[test]
+fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
+    let Some(ctx) = common::test_device() else {
+        return;
+    };
+    for codec in [Codec::None, Codec::Lz4] {
+        for on_gpu in [Some(true), Some(false)] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("odd.gspk");
+            let data = content(5, 100_003);
+            let mips: Vec<Vec<u8>> = [(300u32, 200u32), (150, 100), (75, 50), (37, 25)]
+                .iter()
+                .enumerate()
+                .map(|(i, &(w, h))| content(40 + i as u64, (w * h * 4) as usize))
+                .collect();
+            let mut w = PackWriter::create(
+                &path,
+                WriterOptions {
+                    codec,
+                    level: 3,
+                    threads: 1,
+                },
+            )
+            .unwrap();
+            w.add_blob("odd", &data).unwrap();
+            w.add_texture("tex", TextureFormat::Rgba8Unorm, 300, 200, &mips)
+                .unwrap();
+            w.finish().unwrap();
+            let rt = Runtime::new(
+                &ctx.device,
+                &ctx.queue,
+                RuntimeConfig {
+                    stored_copy_on_gpu: on_gpu,
+                    cpu_threads: 2,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let pf = rt.open_pack(&path).unwrap();
+            let tex = pf.pack().find("tex").unwrap();
+            let stream: Vec<u8> = mips[1..].concat();
+            let odd = pf.pack().find("odd").unwrap();
+            let size = 256 + 100_004 + 256 + stream.len() as u64;
+            let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("odd"),
+                size: size.next_multiple_of(4),
+                usage: wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            });
+            ctx.queue
+                .write_buffer(&buf, 0, &vec![0xAB; size.next_multiple_of(4) as usize]);
+            let q = rt.create_queue(QueueConfig::default());
+            q.enqueue(Request::new(
+                Source::blob(&pf, odd),
+                Destination::Buffer {
+                    buffer: buf.clone(),
+                    offset: 256,
+                },
+            ))
+            .unwrap();
+            let packed_at = 256 + 100_004 + 256;
+            q.enqueue(Request::new(
+                Source::PackedMips {
+                    pack: pf.clone(),
+                    asset: tex,
+                },
+                Destination::Buffer {
+                    buffer: buf.clone(),
+                    offset: packed_at,
+                },
+            ))
+            .unwrap();
+            let f = Fence::new();
+            q.enqueue_signal(&f, 1);
+            q.submit();
+            assert!(f.wait_timeout(1, Duration::from_secs(120)));
+            let rec = q.error_record();
+            assert_eq!(
+                rec.failure_count,
+                0,
+                "{:?}",
+                rec.first_failure.map(|f| f.to_string())
+            );
+            let got = read_buffer(&ctx, &buf);
+            let what = format!("{codec}, stored copy on GPU {on_gpu:?}");
+            assert!(got[256..256 + 100_003] == data[..], "{what}: blob differs");
+            assert_eq!(got[256 + 100_003], 0, "{what}: padding not zeroed");
+            assert_eq!(got[255], 0xAB, "{what}: wrote before the blob");
+            assert_eq!(got[256 + 100_004], 0xAB, "{what}: wrote past the blob");
+            let p = packed_at as usize;
+            assert!(
+                got[p..p + stream.len()] == stream[..],
+                "{what}: packed mips differ"
+            );
+        }
+    }
+}
+
+fn read_buffer(ctx: &gpustream::gpu::GpuContext, buf: &wgpu::Buffer) -> Vec<u8> {
+    let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: buf.size(),
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::MAP_READ,
+        mapped_at_creation: false,
+    });
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(buf, 0, &rb, 0, buf.size());
+    ctx.queue.submit([enc.finish()]);
+    rb.slice(..).map_async(wgpu::MapMode::Read, |_| {});
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .unwrap();
+    let view = rb.slice(..).get_mapped_range().unwrap();
+    view.to_vec()
+}
+
 #[test]
 fn gpu_destination_validation_comes_back_from_enqueue() {
     let Some(ctx) = common::test_device() else {

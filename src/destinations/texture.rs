@@ -44,6 +44,89 @@ pub fn region_layout(format: wgpu::TextureFormat, width: u32, height: u32) -> Op
     })
 }
 
+/// A texel rectangle of one mip that holds a contiguous byte range of the
+/// mip's tightly packed data (see [`mip_spans`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MipSpan {
+    /// The bytes, counted from the start of the mip's data.
+    pub start: u32,
+    /// One past the last byte.
+    pub end: u32,
+    /// The rectangle's texel origin in the mip.
+    pub x: u32,
+    /// The rectangle's texel origin in the mip.
+    pub y: u32,
+    /// Its size in texels (clipped to the mip at the right and bottom).
+    pub width: u32,
+    /// Its size in texels (clipped to the mip at the right and bottom).
+    pub height: u32,
+}
+
+/// Splits bytes `start..end` of a `width` x `height` mip's tightly packed
+/// `format` data into the rectangles that hold them, in byte order: the
+/// rest of a partly covered first row, the whole rows, and the start of a
+/// partly covered last row (at most three). A packed-mips block that ends
+/// inside a mip delivers its share this way, with no CPU assembly.
+///
+/// `None` if the range does not fall on texel-block boundaries or leaves
+/// the mip's data.
+pub fn mip_spans(
+    format: wgpu::TextureFormat,
+    width: u32,
+    height: u32,
+    start: u32,
+    end: u32,
+) -> Option<Vec<MipSpan>> {
+    let layout = region_layout(format, width, height)?;
+    let (bw, bh) = format.block_dimensions();
+    let bpb = format.block_copy_size(None)?;
+    let rb = layout.row_bytes;
+    if rb == 0
+        || start > end
+        || end as u64 > layout.tight_size()
+        || start % bpb != 0
+        || end % bpb != 0
+    {
+        return None;
+    }
+    // A rectangle of rows `r0..r1` (texel-block rows), columns `c0..c1`
+    // (bytes within a row).
+    let rect = |r0: u32, r1: u32, c0: u32, c1: u32| MipSpan {
+        start: r0 * rb + c0,
+        end: (r1 - 1) * rb + c1,
+        x: c0 / bpb * bw,
+        y: r0 * bh,
+        width: if c1 == rb {
+            width - c0 / bpb * bw
+        } else {
+            (c1 - c0) / bpb * bw
+        },
+        height: (r1 * bh).min(height) - r0 * bh,
+    };
+    let (r0, c0) = (start / rb, start % rb);
+    let (r1, c1) = (end / rb, end % rb);
+    let mut out = Vec::with_capacity(3);
+    if start == end {
+        return Some(out);
+    }
+    if r0 == r1 {
+        out.push(rect(r0, r0 + 1, c0, c1));
+        return Some(out);
+    }
+    let mut first_full = r0;
+    if c0 != 0 {
+        out.push(rect(r0, r0 + 1, c0, rb));
+        first_full = r0 + 1;
+    }
+    if r1 > first_full {
+        out.push(rect(first_full, r1, 0, rb));
+    }
+    if c1 != 0 {
+        out.push(rect(r1, r1 + 1, 0, c1));
+    }
+    Some(out)
+}
+
 /// Why a texture region cannot receive a request's data.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -206,5 +289,41 @@ mod tests {
         let l = region_layout(wgpu::TextureFormat::Rgba8Unorm, 5, 3).unwrap();
         assert_eq!((l.row_bytes, l.rows, l.row_pitch), (20, 3, 256));
         assert_eq!(l.padded_size(), 512 + 20);
+    }
+
+    /// Every byte range on block boundaries of a few mips splits into
+    /// rectangles that hold exactly its bytes, in order.
+    #[test]
+    fn mip_spans_cover_exactly_the_range() {
+        for (format, w, h) in [
+            (wgpu::TextureFormat::Bc7RgbaUnorm, 64, 32),
+            (wgpu::TextureFormat::Bc1RgbaUnorm, 20, 12),
+            (wgpu::TextureFormat::Bc7RgbaUnorm, 2, 2),
+            (wgpu::TextureFormat::Rgba8Unorm, 7, 5),
+        ] {
+            let l = region_layout(format, w, h).unwrap();
+            let bpb = format.block_copy_size(None).unwrap();
+            let (bw, bh) = format.block_dimensions();
+            let size = l.tight_size() as u32;
+            for start in (0..=size).step_by(bpb as usize) {
+                for end in (start..=size).step_by(bpb as usize) {
+                    let spans = mip_spans(format, w, h, start, end).unwrap();
+                    assert!(spans.len() <= 3);
+                    let mut at = start;
+                    for s in &spans {
+                        assert_eq!(s.start, at, "{format:?} {start}..{end}");
+                        let rl = region_layout(format, s.width, s.height).unwrap();
+                        assert_eq!((s.end - s.start) as u64, rl.tight_size());
+                        // The rectangle's first byte is where it starts.
+                        assert_eq!(s.start, s.y / bh * l.row_bytes + s.x / bw * bpb);
+                        assert!(s.x + s.width <= w && s.y + s.height <= h);
+                        at = s.end;
+                    }
+                    assert_eq!(at, end);
+                }
+            }
+        }
+        assert!(mip_spans(wgpu::TextureFormat::Bc7RgbaUnorm, 64, 32, 8, 16).is_none());
+        assert!(mip_spans(wgpu::TextureFormat::Bc7RgbaUnorm, 64, 32, 0, 4096).is_none());
     }
 }

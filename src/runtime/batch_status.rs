@@ -30,8 +30,9 @@ pub(crate) mod table {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Slots {
     /// The pass that delivers the part: (`table::LZ4` or `table::STORED`,
-    /// index); `None` for a part copied as it is (`Part::pitched`).
-    pub decode: Option<(usize, u32)>,
+    /// first index, count: one per region the part writes); `None` for a
+    /// part copied as it is (`Part::pitched`).
+    pub decode: Option<(usize, u32, u32)>,
     /// Its checksum check's index, for a block read from a pack.
     pub check: Option<u32>,
 }
@@ -100,13 +101,15 @@ impl StatusWords<'_> {
                 });
             }
         }
-        let Some((t, i)) = e.slots.decode else {
+        let Some((t, first, count)) = e.slots.decode else {
             return Ok(());
         };
-        let st = Lz4Status::from_word(self.word(t, i));
-        if st.is_ok() {
+        let Some(st) = (first..first.saturating_add(count))
+            .map(|i| Lz4Status::from_word(self.word(t, i)))
+            .find(|st| !st.is_ok())
+        else {
             return Ok(());
-        }
+        };
         Err(RequestError::GpuDecode {
             block: e.part.block.describe(),
             offset: e.part.block.offset,

@@ -1,7 +1,6 @@
 //! The completion stage: its own thread, `gpustream-complete`, fed by one
 //! channel. It owns how every job ends: the parts left, the first error,
-//! the packed-mips assembly, and the status words of the GPU batches in
-//! flight. It ends each job exactly once (done, failed or cancelled),
+//! and the status words of the GPU batches in flight. It ends each job exactly once (done, failed or cancelled),
 //! releases its host-memory claim, and tells its queue, which fires
 //! fences and status entries.
 //!
@@ -9,7 +8,7 @@
 //! submission thread --Jobs, Parts, Batch--> \
 //! GPU poll thread --StatusMapped, Lost-->    > completion --> queues (fences)
 //!                                            /     |
-//!               submission thread <--Deliver, Freed, BatchFree
+//!                        submission thread <--Freed, BatchFree
 //! ```
 //!
 //! It took the part of the submission thread's own work that grows with
@@ -27,13 +26,11 @@ use std::sync::Arc;
 
 use crossbeam::channel::{Receiver, Sender};
 
-use crate::codec::Codec;
 use crate::completion::Outcome;
 
 use super::batch_status::{lost_error, BatchInFlight, StatusWords};
 use super::job::{Ended, JobOwner, JobSpec};
 use super::job_table::split_key;
-use super::plan::{BlockData, BlockSrc, Class, Part};
 use super::RequestError;
 
 /// What reaches the completion stage.
@@ -61,9 +58,6 @@ pub(crate) enum ToCompletion {
 
 /// What the completion stage tells the submission thread.
 pub(crate) enum FromCompletion {
-    /// A job's packed mips are assembled: these parts deliver them (at the
-    /// job's priority index).
-    Deliver(usize, Vec<Part>),
     /// These jobs have ended: their keys can be reused.
     Freed(Vec<u64>),
     /// Batch buffer set `res` is free again.
@@ -82,9 +76,6 @@ pub(crate) struct GpuStatus {
 
 /// How the stage is set up.
 pub(crate) struct Setup {
-    /// Whether CPU parts bound for the GPU are laid out by the CPU (see
-    /// `Part::pitched`); assembled packed mips follow it.
-    pub pitched_cpu_output: bool,
     /// The most staging bytes in use at once, which the submission thread
     /// keeps, for the queues' stats.
     pub staging_peak: Arc<AtomicU64>,
@@ -274,45 +265,8 @@ impl Stage {
         }
     }
 
-    /// Every part of a job ended: deliver its assembly, or end it.
+    /// Every part of a job ended: end it.
     fn parts_done(&mut self, key: u64) {
-        let pitched = self.setup.pitched_cpu_output;
-        let Some(j) = self.get_mut(key) else {
-            return;
-        };
-        if j.error.is_none() && !j.spec.hot.ctl.is_cancelled() {
-            if let (Some(asm), Some(buf)) = (j.spec.assembly.take(), &j.spec.hot.assembly_buf) {
-                let bytes: Arc<[u8]> =
-                    std::mem::take(&mut *buf.lock().unwrap_or_else(|e| e.into_inner())).into();
-                let parts: Vec<Part> = asm
-                    .outputs
-                    .into_iter()
-                    .map(|(range, place)| {
-                        let len = (range.end - range.start) as u32;
-                        Part {
-                            job: key,
-                            block: BlockSrc {
-                                data: BlockData::Memory(bytes.clone(), range),
-                                offset: 0,
-                                stored: len,
-                                size: len,
-                                codec: Codec::None,
-                            },
-                            take: 0..len,
-                            pitched,
-                            place,
-                            class: Class::Cpu,
-                        }
-                    })
-                    .collect();
-                if !parts.is_empty() {
-                    j.parts_left = parts.len();
-                    let prio = j.spec.hot.priority_index();
-                    let _ = self.back.send(FromCompletion::Deliver(prio, parts));
-                    return;
-                }
-            }
-        }
         if let Some(job) = self.take(key) {
             self.freed.push(key);
             self.finish(job);

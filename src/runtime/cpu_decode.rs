@@ -1,14 +1,12 @@
 //! The CPU decode stage: a pool of threads that check and decode one part
-//! each, straight into its final place: the request's host memory, its slot
-//! of mapped staging (for GPU destinations), or a packed-mips assembly.
-
-use std::sync::Mutex;
+//! each, straight into its final place: the request's host memory, or its
+//! slot of mapped staging (for GPU destinations).
 
 use crossbeam::channel::{Receiver, Sender};
 
 use super::job::JobCtl;
 use super::plan::{BlockData, Part, Place};
-use super::{RequestError, SourceProblem};
+use super::RequestError;
 use crate::codec::MAX_BLOCK_SIZE;
 use crate::destinations::HostClaim;
 use crate::staging::SlotWriter;
@@ -111,7 +109,6 @@ pub(crate) fn decode_part(
     stored: &[u8],
     ctl: &JobCtl,
     claim: Option<&HostClaim>,
-    assembly: Option<&Mutex<Vec<u8>>>,
     staging: Option<SlotWriter>,
 ) -> (Result<(), RequestError>, u64) {
     let size = part.block.size as usize;
@@ -154,33 +151,7 @@ pub(crate) fn decode_part(
                 Err(e) => (Err(e), 0),
             })
         }
-        (Place::Assemble { offset }, _) => {
-            with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
-                Ok(()) => {
-                    let Some(asm) = assembly else {
-                        return (Err(RequestError::Cancelled), 0);
-                    };
-                    let mut a = asm.lock().unwrap_or_else(|e| e.into_inner());
-                    match a.get_mut(*offset..*offset + take.len()) {
-                        Some(d) => d.copy_from_slice(&scratch[take.clone()]),
-                        None => {
-                            return (
-                                Err(RequestError::InvalidSource(
-                                    SourceProblem::PackedBlockOverrun {
-                                        offset: *offset as u64,
-                                        stream: a.len() as u64,
-                                    },
-                                )),
-                                0,
-                            )
-                        }
-                    }
-                    (Ok(()), take.len() as u64)
-                }
-                Err(e) => (Err(e), 0),
-            })
-        }
-        (Place::Buffer { .. }, _) | (Place::Texture { .. }, _) => {
+        (Place::Buffer { .. } | Place::Texture { .. } | Place::Pieces(..), _) => {
             let Some(mut slot) = staging else {
                 return (Err(RequestError::NoGpu), 0);
             };
@@ -193,23 +164,53 @@ pub(crate) fn decode_part(
                     0,
                 );
             }
-            if let (true, Place::Texture { layout, .. }) = (part.pitched, &part.place) {
-                if layout.row_pitch != layout.row_bytes && layout.rows > 1 {
-                    // Rows at the destination's pitch, for a plain copy.
-                    let (rb, rp) = (layout.row_bytes as usize, layout.row_pitch as usize);
-                    return with_scratch(size, |scratch| {
-                        match decode_block(part, stored, scratch) {
-                            Ok(()) => {
-                                let src = &scratch[take.clone()];
-                                for (r, row) in src.chunks(rb).enumerate() {
-                                    out[r * rp..r * rp + row.len()].copy_from_slice(row);
-                                }
-                                (Ok(()), take.len() as u64)
-                            }
-                            Err(e) => (Err(e), 0),
-                        }
-                    });
+            let pitched_rows = match &part.place {
+                Place::Texture { layout, .. } => {
+                    layout.row_pitch != layout.row_bytes && layout.rows > 1
                 }
+                Place::Pieces(..) => true,
+                _ => false,
+            };
+            if part.pitched && pitched_rows {
+                // Rows at the destination's pitch, for plain copies: each
+                // region (each piece) 256 bytes after the one before.
+                return with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
+                    Ok(()) => {
+                        let mut at = 0usize;
+                        for (range, place) in part.outputs() {
+                            let Place::Texture { layout, .. } = place else {
+                                continue;
+                            };
+                            let (rb, rp) = (layout.row_bytes as usize, layout.row_pitch as usize);
+                            let Some(src) = scratch.get(range.start as usize..range.end as usize)
+                            else {
+                                return (
+                                    Err(RequestError::Internal(
+                                        "a piece leaves its decoded block".into(),
+                                    )),
+                                    0,
+                                );
+                            };
+                            for (r, row) in src.chunks(rb.max(1)).enumerate() {
+                                let o = at + r * rp;
+                                match out.get_mut(o..o + row.len()) {
+                                    Some(d) => d.copy_from_slice(row),
+                                    None => {
+                                        return (
+                                            Err(RequestError::Internal(
+                                                "a staging slot is smaller than its part".into(),
+                                            )),
+                                            0,
+                                        )
+                                    }
+                                }
+                            }
+                            at += (layout.padded_size() as usize).next_multiple_of(256);
+                        }
+                        (Ok(()), take.len() as u64)
+                    }
+                    Err(e) => (Err(e), 0),
+                });
             }
             let (body, pad) = out.split_at_mut(take.len());
             // Buffer copies move whole words: the slot's tail is zeroed.

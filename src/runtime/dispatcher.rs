@@ -109,7 +109,6 @@ impl Dispatcher {
         let (to_complete, inbox) = wiring.to_complete;
         let completion = complete::spawn(
             complete::Setup {
-                pitched_cpu_output: !rt.stored_on_gpu,
                 staging_peak: staging_peak.clone(),
                 gpu: gpu.as_ref().map(GpuBatcher::status_view),
             },
@@ -160,7 +159,9 @@ impl Dispatcher {
             self.shutting_down = true;
         }
         // Batches that raced with shutdown (or arrived after a panic) fail
-        // rather than vanish.
+        // rather than vanish: once `accepting` is clear no queue sends, so
+        // this drain sees every batch ever sent.
+        *self.rt.accepting.lock().unwrap_or_else(|e| e.into_inner()) = false;
         while let Ok(cmd) = self.cmds.try_recv() {
             if let Cmd::Batch(specs) = cmd {
                 let _ = self.to_complete.send(ToCompletion::Refused(specs));
@@ -230,7 +231,6 @@ impl Dispatcher {
 
     fn on_completion(&mut self, m: FromCompletion) {
         match m {
-            FromCompletion::Deliver(prio, parts) => self.schedule.push(prio, parts),
             FromCompletion::Freed(keys) => {
                 for k in keys {
                     self.jobs.remove(k);
@@ -435,14 +435,8 @@ impl Dispatcher {
         self.pool.spawn(move || {
             let t0 = Instant::now();
             let bytes: &[u8] = std::ops::Deref::deref(&*data);
-            let (result, copied) = cpu_decode::decode_part(
-                &part,
-                &bytes[at..],
-                &job.ctl,
-                job.claim.as_ref(),
-                job.assembly_buf.as_ref(),
-                writer,
-            );
+            let (result, copied) =
+                cpu_decode::decode_part(&part, &bytes[at..], &job.ctl, job.claim.as_ref(), writer);
             // Let go of the read buffer before reporting, so the read stage
             // can take it back into its pool.
             drop(job);

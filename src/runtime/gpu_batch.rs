@@ -41,7 +41,7 @@ use crate::staging::StagingRing;
 
 use super::batch_status::{lost_error, table, BatchEntry, BatchInFlight, Slots};
 use super::complete::{GpuStatus, ToCompletion};
-use super::gpu_direct::{copy_from_chunk, part_dest, record_direct};
+use super::gpu_direct::{copy_from_chunk, part_dests, record_part_direct};
 use super::job_table::JobTable;
 use super::plan::{BlockData, Class, Part, Place};
 use super::RequestError;
@@ -417,56 +417,78 @@ impl GpuBatcher {
         // copy each, straight from the batch input.
         let (direct, live): (Vec<Entry>, Vec<Entry>) =
             live.into_iter().partition(|e| e.part.pitched);
-        let dests: Vec<Option<PartDest<'_>>> = live
+        // Every region of every part (one, or one per piece), and which of
+        // them each part has: `None` when its destination is gone.
+        let mut present: Vec<PartDest<'_>> = Vec::with_capacity(live.len());
+        let spans: Vec<Option<std::ops::Range<usize>>> = live
             .iter()
-            .map(|e| part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.destination)))
+            .map(|e| {
+                let from = present.len();
+                let dest = jobs.get(e.part.job).map(|j| &j.destination);
+                part_dests(&e.part, dest, &mut present).then(|| from..present.len())
+            })
             .collect();
-        let present: Vec<PartDest<'_>> = dests.iter().flatten().cloned().collect();
         let plan = plan_outputs(&present);
         let res = &self.res[open.res];
         let mut lz4 = Vec::new();
         let mut stored = Vec::new();
         let mut checks = Vec::new();
         let mut entries = Vec::with_capacity(live.len());
-        let mut places = plan.places.iter();
+        // The last words of buffer outputs that end inside a word: cleared
+        // before the passes, so the bytes past the data are zeros.
+        let mut pad_words = Vec::new();
         let fits = plan.size <= res.output.size();
-        for (e, dest) in live.into_iter().zip(&dests) {
-            let place = match (dest, places.next()) {
-                (Some(_), Some(p)) if fits => *p,
-                _ => {
-                    if let Some(j) = jobs.get(e.part.job) {
-                        j.ctl.end_gpu();
-                    }
-                    done.push((
-                        e.part,
-                        Err(RequestError::Internal(
-                            "a GPU part lost its destination or scratch".into(),
-                        )),
-                    ));
-                    continue;
+        for (e, span) in live.into_iter().zip(spans) {
+            let Some(span) = span.filter(|_| fits) else {
+                if let Some(j) = jobs.get(e.part.job) {
+                    j.ctl.end_gpu();
                 }
-            };
-            let (row_bytes, row_pitch) = match &e.part.place {
-                Place::Texture { layout, .. } => (layout.row_bytes, place.row_pitch),
-                _ => (0, 0),
+                done.push((
+                    e.part,
+                    Err(RequestError::Internal(
+                        "a GPU part lost its destination or scratch".into(),
+                    )),
+                ));
+                continue;
             };
             let src = e.src as u32;
-            let dst = place.dst_offset as u32;
-            let decode = if e.part.class == Class::GpuLz4 {
-                lz4.push(
-                    Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size)
-                        .with_rows(row_bytes, row_pitch),
-                );
-                Some((table::LZ4, lz4.len() as u32 - 1))
+            let first = if e.part.class == Class::GpuLz4 {
+                lz4.len()
             } else {
-                let size = match &e.part.place {
-                    Place::Texture { layout, .. } => layout.tight_size() as u32,
-                    _ => e.len,
+                stored.len()
+            };
+            for ((take, place), k) in e.part.outputs().zip(span) {
+                let at = plan.places[k];
+                let (row_bytes, row_pitch) = match place {
+                    Place::Texture { layout, .. } => (layout.row_bytes, at.row_pitch),
+                    _ => (0, 0),
                 };
-                stored.push(
-                    Lz4BlockDesc::linear(src, size, dst, size).with_rows(row_bytes, row_pitch),
-                );
-                Some((table::STORED, stored.len() as u32 - 1))
+                let dst = at.dst_offset as u32;
+                if matches!(place, Place::Buffer { .. }) && (take.end - take.start) % 4 != 0 {
+                    pad_words.push(at.dst_offset + ((take.end - take.start) & !3) as u64);
+                }
+                if e.part.class == Class::GpuLz4 {
+                    lz4.push(
+                        Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size)
+                            .with_rows(row_bytes, row_pitch),
+                    );
+                } else {
+                    // Stored or CPU-decoded bytes: a piece is its own range
+                    // of the block, copied by its own descriptor.
+                    let size = match place {
+                        Place::Texture { layout, .. } => layout.tight_size() as u32,
+                        _ => e.len,
+                    };
+                    stored.push(
+                        Lz4BlockDesc::linear(src + take.start, size, dst, size)
+                            .with_rows(row_bytes, row_pitch),
+                    );
+                }
+            }
+            let decode = if e.part.class == Class::GpuLz4 {
+                (table::LZ4, first as u32, (lz4.len() - first) as u32)
+            } else {
+                (table::STORED, first as u32, (stored.len() - first) as u32)
             };
             let check = e.check.map(|expected| {
                 checks.push(BlockCheckDesc::new(src, e.len, expected));
@@ -475,7 +497,10 @@ impl GpuBatcher {
             entries.push(BatchEntry {
                 part: e.part,
                 check: e.check,
-                slots: Slots { decode, check },
+                slots: Slots {
+                    decode: Some(decode),
+                    check,
+                },
             });
         }
         let counts = [lz4.len() as u32, stored.len() as u32, checks.len() as u32];
@@ -501,6 +526,10 @@ impl GpuBatcher {
                 enc.clear_buffer(status, 0, Some(words * 4));
                 commands += 1;
             }
+        }
+        for &w in &pad_words {
+            enc.clear_buffer(&res.output, w, Some(4));
+            commands += 1;
         }
         let input = res.input.slice(..open.input_used.max(256));
         if let Some(crc) = &self.crc {
@@ -552,10 +581,11 @@ impl GpuBatcher {
         let (copies, mut texture_copies) = record_copies(&mut enc, &res.output, &plan.copies);
         commands += copies + dispatches;
         for e in direct {
-            match part_dest(&e.part, jobs.get(e.part.job).map(|j| &j.destination)) {
-                Some(d) => {
-                    texture_copies += record_direct(&mut enc, &res.input, e.src, &d);
-                    commands += 1;
+            let dest = jobs.get(e.part.job).map(|j| &j.destination);
+            match record_part_direct(&mut enc, &res.input, e.src, &e.part, dest) {
+                Some((c, t)) => {
+                    texture_copies += t;
+                    commands += c;
                     entries.push(BatchEntry {
                         part: e.part,
                         check: None,
@@ -685,7 +715,12 @@ impl Res {
         let check = std::mem::size_of::<BlockCheckDesc>() as u64;
         Res {
             input: mk("input", caps.input, U::STORAGE | U::COPY_DST | U::COPY_SRC),
-            output: mk("output", caps.output, U::STORAGE | U::COPY_SRC),
+            // COPY_DST: the last word of an odd-sized buffer output is cleared.
+            output: mk(
+                "output",
+                caps.output,
+                U::STORAGE | U::COPY_SRC | U::COPY_DST,
+            ),
             lz4_descs: mk(
                 "lz4 descriptors",
                 caps.blocks * desc,

@@ -30,10 +30,10 @@ pub(super) fn copy_from_chunk(
             done.push((part, Err(RequestError::Cancelled)));
             continue;
         }
-        match part_dest(&part, job.map(|j| &j.destination)) {
-            Some(d) => {
-                texture_copies += record_direct(enc, chunk, at, &d);
-                commands += 1;
+        match record_part_direct(enc, chunk, at, &part, job.map(|j| &j.destination)) {
+            Some((c, t)) => {
+                commands += c;
+                texture_copies += t;
                 parts.push(part);
             }
             None => {
@@ -58,9 +58,36 @@ pub(super) fn copy_from_chunk(
     parts
 }
 
-/// Records the copy of a part whose bytes sit at `src` of `input` already
-/// laid out for its destination; returns 1 for a texture copy.
-pub(super) fn record_direct(
+/// Records the copies of a part the CPU laid out for its destinations at
+/// `at` of `input`: one region, or each piece 256 bytes after the one
+/// before (as `cpu_decode` writes them). Returns (commands, texture
+/// copies), or `None` when the part's destination is gone.
+pub(super) fn record_part_direct(
+    enc: &mut wgpu::CommandEncoder,
+    input: &wgpu::Buffer,
+    at: u64,
+    part: &Part,
+    dest: Option<&Destination>,
+) -> Option<(u64, u64)> {
+    let mut dests = Vec::new();
+    if !part_dests(part, dest, &mut dests) {
+        return None;
+    }
+    let (mut commands, mut textures) = (0, 0);
+    let mut src = at;
+    for d in &dests {
+        textures += record_direct(enc, input, src, d);
+        commands += 1;
+        if let PartDest::Texture { layout, .. } = d {
+            src += layout.padded_size().next_multiple_of(256);
+        }
+    }
+    Some((commands, textures))
+}
+
+/// Records the copy of one region whose bytes sit at `src` of `input`
+/// already laid out for its destination; returns 1 for a texture copy.
+fn record_direct(
     enc: &mut wgpu::CommandEncoder,
     input: &wgpu::Buffer,
     src: u64,
@@ -105,31 +132,49 @@ pub(super) fn record_direct(
     }
 }
 
-/// The destination a GPU part writes, borrowed from its request.
-pub(super) fn part_dest<'a>(part: &Part, dest: Option<&'a Destination>) -> Option<PartDest<'a>> {
-    match (&part.place, dest?) {
-        (Place::Buffer { offset }, Destination::Buffer { buffer, .. }) => Some(PartDest::Buffer {
-            buffer,
-            offset: *offset,
-            len: (part.take.end - part.take.start) as u64,
-        }),
-        (
-            Place::Texture {
-                mip,
-                origin,
-                width,
-                height,
-                layout,
-            },
-            Destination::Texture { texture, .. },
-        ) => Some(PartDest::Texture {
-            texture,
-            mip: *mip,
-            origin: *origin,
-            width: *width,
-            height: *height,
-            layout: *layout,
-        }),
-        _ => None,
+/// The regions a GPU part writes, borrowed from its request, pushed to
+/// `out` in the order of `Part::outputs`: one, or one per piece. False
+/// (and nothing pushed) when they do not match the request's destination.
+pub(super) fn part_dests<'a>(
+    part: &Part,
+    dest: Option<&'a Destination>,
+    out: &mut Vec<PartDest<'a>>,
+) -> bool {
+    let Some(dest) = dest else {
+        return false;
+    };
+    let mark = out.len();
+    for (take, place) in part.outputs() {
+        match (place, dest) {
+            (Place::Buffer { offset }, Destination::Buffer { buffer, .. }) => {
+                out.push(PartDest::Buffer {
+                    buffer,
+                    offset: *offset,
+                    len: (take.end - take.start) as u64,
+                })
+            }
+            (
+                Place::Texture {
+                    mip,
+                    origin,
+                    width,
+                    height,
+                    layout,
+                },
+                Destination::Texture { texture, .. },
+            ) => out.push(PartDest::Texture {
+                texture,
+                mip: *mip,
+                origin: *origin,
+                width: *width,
+                height: *height,
+                layout: *layout,
+            }),
+            _ => {
+                out.truncate(mark);
+                return false;
+            }
+        }
     }
+    true
 }

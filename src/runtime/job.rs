@@ -11,7 +11,7 @@ use crate::completion::{Outcome, RequestError, RequestFailure};
 use crate::destinations::HostClaim;
 use crate::io::Priority;
 
-use super::plan::{describe_source, Assembly, Part};
+use super::plan::{describe_source, Part};
 use super::request::{Destination, Source};
 use super::stats::QueueStats;
 
@@ -53,8 +53,6 @@ pub(crate) struct JobHot {
     /// explicitly when the job ends, before its fence can fire, whoever
     /// still holds this `JobHot`.
     pub claim: Option<HostClaim>,
-    /// The packed-mips stream being assembled, if the job has one.
-    pub assembly_buf: Option<Mutex<Vec<u8>>>,
 }
 
 impl JobHot {
@@ -76,7 +74,6 @@ pub(crate) struct JobSpec {
     pub window: u64,
     pub hot: Arc<JobHot>,
     pub parts: Vec<Part>,
-    pub assembly: Option<Assembly>,
     pub delivered: u64,
     pub stored: u64,
     pub failure_info: FailureInfo,

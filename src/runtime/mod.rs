@@ -209,6 +209,10 @@ pub(crate) struct RuntimeShared {
     /// stored-copy pass (else: laid out by CPU threads, copied directly).
     pub stored_on_gpu: bool,
     pub cmds: Sender<job::Cmd>,
+    /// Whether the submission thread still takes batches. Queues send
+    /// under this lock and the submission thread clears it before its last
+    /// drain of `cmds`, so no batch lands in the channel unseen.
+    pub accepting: std::sync::Mutex<bool>,
     pub next_job: AtomicU64,
     /// Bumped by every `Queue::cancel`: while it has not moved, no part
     /// waiting on the submission thread can belong to a cancelled request,
@@ -333,6 +337,7 @@ impl Runtime {
             gpu_lz4,
             stored_on_gpu,
             cmds: tx,
+            accepting: std::sync::Mutex::new(true),
             next_job: AtomicU64::new(1),
             cancels: AtomicU64::new(0),
             next_queue: std::sync::atomic::AtomicU32::new(0),

@@ -66,8 +66,19 @@ pub(crate) enum Place {
         height: u32,
         layout: RegionLayout,
     },
-    /// Byte offset in the request's assembly buffer (packed mips).
-    Assemble { offset: usize },
+    /// Several texture regions, each fed from its own byte range of the
+    /// decoded block: a packed-mips block holds several small mips, or
+    /// part of one. Every piece's place is a `Place::Texture`.
+    Pieces(Arc<[Piece]>),
+}
+
+/// One region a [`Place::Pieces`] part delivers.
+#[derive(Clone, Debug)]
+pub(crate) struct Piece {
+    /// The bytes of the decoded block.
+    pub take: Range<u32>,
+    /// Where they go (a `Place::Texture`).
+    pub place: Place,
 }
 
 /// How a part is decoded.
@@ -105,18 +116,45 @@ pub(crate) const ALIGN_SLACK: u64 = 8192;
 impl Part {
     /// Whether the part's bytes go to the GPU (buffer or texture).
     pub fn to_gpu(&self) -> bool {
-        matches!(self.place, Place::Buffer { .. } | Place::Texture { .. })
+        matches!(
+            self.place,
+            Place::Buffer { .. } | Place::Texture { .. } | Place::Pieces(..)
+        )
     }
 
-    /// Bytes of staging a CPU part bound for the GPU writes: its slice,
-    /// tightly packed (or with rows at the destination's pitch when
-    /// `pitched`), padded to whole words. 0 for other parts.
+    /// What the part delivers: (bytes of the decoded block, where they go),
+    /// once, or once per piece.
+    pub fn outputs(&self) -> impl Iterator<Item = (Range<u32>, &Place)> + '_ {
+        let pieces: &[Piece] = match &self.place {
+            Place::Pieces(p) => p,
+            _ => &[],
+        };
+        let single =
+            (!matches!(self.place, Place::Pieces(..))).then(|| (self.take.clone(), &self.place));
+        single
+            .into_iter()
+            .chain(pieces.iter().map(|p| (p.take.clone(), &p.place)))
+    }
+
+    /// Bytes of staging a CPU part bound for the GPU writes, padded to
+    /// whole words; 0 for other parts. Tightly packed, its slice (for
+    /// pieces, the whole decoded block, which the GPU's stored-copy pass
+    /// cuts up), or, when `pitched`, each region with rows at its pitch,
+    /// regions 256 bytes apart.
     pub fn cpu_staged_len(&self) -> u64 {
         match &self.place {
             _ if self.class != Class::Cpu || !self.to_gpu() => 0,
             Place::Texture { layout, .. } if self.pitched => {
                 layout.padded_size().next_multiple_of(4)
             }
+            Place::Pieces(pieces) if self.pitched => pieces
+                .iter()
+                .map(|p| match &p.place {
+                    Place::Texture { layout, .. } => layout.padded_size().next_multiple_of(256),
+                    _ => 0,
+                })
+                .sum(),
+            Place::Pieces(..) => (self.block.size as u64).next_multiple_of(4),
             _ => (self.take.end - self.take.start).next_multiple_of(4) as u64,
         }
     }
@@ -125,31 +163,24 @@ impl Part {
     /// rows at the region's pitch, buffer bytes in whole words, each region
     /// on a 256-byte boundary. 0 for parts that do not go to the GPU.
     pub fn gpu_out(&self) -> u64 {
-        match &self.place {
-            _ if self.pitched => 0,
-            Place::Texture { layout, .. } => {
-                (layout.row_pitch as u64 * layout.rows as u64).next_multiple_of(256)
-            }
-            Place::Buffer { .. } => {
-                ((self.take.end - self.take.start) as u64).next_multiple_of(256)
-            }
-            _ => 0,
+        if self.pitched {
+            return 0;
         }
+        self.outputs()
+            .map(|(take, place)| match place {
+                Place::Texture { layout, .. } => {
+                    (layout.row_pitch as u64 * layout.rows as u64).next_multiple_of(256)
+                }
+                Place::Buffer { .. } => ((take.end - take.start) as u64).next_multiple_of(256),
+                _ => 0,
+            })
+            .sum()
     }
 }
 
-/// A packed-mips request decodes its blocks into one buffer first, then
-/// delivers each mip from it.
-pub(crate) struct Assembly {
-    pub len: usize,
-    /// Per mip: the byte range in the assembled stream and where it goes.
-    pub outputs: Vec<(Range<usize>, Place)>,
-}
-
-/// The parts of a request (with `job` left 0), and its assembly if any.
+/// The parts of a request (with `job` left 0).
 pub(crate) struct Plan {
     pub parts: Vec<Part>,
-    pub assembly: Option<Assembly>,
     pub delivered: u64,
     pub stored: u64,
 }
@@ -208,11 +239,9 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
         return Class::Cpu;
     }
     // Buffer copies move whole words: a part whose length is not a multiple
-    // of 4 (a blob's last block) gets its zero padding from a CPU thread.
-    if matches!(place, Place::Buffer { .. }) && block.size % 4 != 0 {
-        return Class::Cpu;
-    }
-    // The GPU passes read any byte offset and lay texture rows out at the
+    // of 4 (a blob's last block) gets its zero padding from the GPU batch,
+    // which clears that last word before the passes write the bytes before
+    // the padding. The GPU passes read any byte offset and lay texture rows out at the
     // destination's pitch themselves, so stored and LZ4 blocks need no CPU.
     match block.codec {
         Codec::None if rt.stored_on_gpu => Class::Raw,
@@ -241,7 +270,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
         return Err(RequestError::NoGpu);
     }
     let mut parts = Vec::new();
-    let mut assembly = None;
     let delivered;
     // The destination as a sequence of places for a linear byte stream.
     let linear = |len: u64| -> Result<Box<dyn Fn(u64) -> Place>, RequestError> {
@@ -440,14 +468,21 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 })
             })?;
             let format = tex.format.wgpu();
-            let mut stream = 0usize;
-            let mut offsets = Vec::new();
+            // Each block's decoded bytes in the packed stream.
+            let mut blocks = Vec::new();
+            let mut stream = 0u64;
             for id in packed.blocks.clone() {
                 let b = pack.pack.blocks()[id as usize];
-                offsets.push(stream);
-                stream += b.size as usize;
+                let block = BlockSrc {
+                    data: BlockData::File(pack.clone(), BlockId(id)),
+                    offset: b.offset,
+                    stored: b.stored_size,
+                    size: b.size,
+                    codec: b.codec,
+                };
+                blocks.push((stream, block));
+                stream += b.size as u64;
             }
-            let mut outputs = Vec::new();
             match &req.destination {
                 Destination::Texture {
                     texture,
@@ -459,6 +494,8 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                         return Err(RequestError::InvalidSource(SourceProblem::PackedMipsOrigin));
                     }
                     let first = packed.mips.first().map(|m| m.mip).unwrap_or(0);
+                    // Every mip's bytes in the stream, checked, and where it goes.
+                    let mut mips = Vec::with_capacity(packed.mips.len());
                     for m in &packed.mips {
                         let level = dmip + (m.mip - first) as u32;
                         texture::check_region(texture, format, level, *origin, m.width, m.height)?;
@@ -468,57 +505,96 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                                     format,
                                 })
                             })?;
-                        let start = m.offset as usize;
-                        let end = start + layout.tight_size() as usize;
+                        let start = m.offset as u64;
+                        let end = start + layout.tight_size();
                         if end > stream {
                             return Err(RequestError::InvalidSource(
                                 SourceProblem::PackedMipOverrun {
                                     mip: m.mip,
-                                    end: end as u64,
-                                    stream: stream as u64,
+                                    end,
+                                    stream,
                                 },
                             ));
                         }
-                        outputs.push((
-                            start..end,
-                            Place::Texture {
-                                mip: level,
-                                origin: *origin,
-                                width: m.width,
-                                height: m.height,
-                                layout,
-                            },
-                        ));
+                        mips.push((start..end, level, m.width, m.height));
+                    }
+                    // One part per block, delivering its share of each mip
+                    // as pieces: no CPU assembly, and stored blocks reach the
+                    // texture with no host copy.
+                    for (at, block) in blocks {
+                        let end = at + block.size as u64;
+                        let mut pieces = Vec::new();
+                        for (range, level, w, h) in &mips {
+                            let lo = range.start.max(at);
+                            let hi = range.end.min(end);
+                            if lo >= hi {
+                                continue;
+                            }
+                            let (m0, m1) = ((lo - range.start) as u32, (hi - range.start) as u32);
+                            let spans = texture::mip_spans(format, *w, *h, m0, m1).ok_or(
+                                RequestError::InvalidSource(SourceProblem::PackedBlockOverrun {
+                                    offset: at,
+                                    stream,
+                                }),
+                            )?;
+                            for sp in spans {
+                                let layout = texture::region_layout(format, sp.width, sp.height)
+                                    .ok_or(RequestError::InvalidSource(
+                                        SourceProblem::UnstreamableFormat { format },
+                                    ))?;
+                                let from = (range.start + sp.start as u64 - at) as u32;
+                                pieces.push(Piece {
+                                    take: from..from + (sp.end - sp.start),
+                                    place: Place::Texture {
+                                        mip: *level,
+                                        origin: wgpu::Origin3d {
+                                            x: sp.x,
+                                            y: sp.y,
+                                            z: origin.z,
+                                        },
+                                        width: sp.width,
+                                        height: sp.height,
+                                        layout,
+                                    },
+                                });
+                            }
+                        }
+                        if pieces.is_empty() {
+                            continue;
+                        }
+                        let class = match block.codec {
+                            Codec::None if rt.stored_on_gpu => Class::Raw,
+                            _ => Class::Cpu,
+                        };
+                        parts.push(Part {
+                            job: 0,
+                            take: 0..block.size,
+                            block,
+                            place: Place::Pieces(pieces.into()),
+                            pitched: class == Class::Cpu && !rt.stored_on_gpu,
+                            class,
+                        });
                     }
                 }
                 _ => {
-                    let to = linear(stream as u64)?;
-                    outputs.push((0..stream, to(0)));
+                    // A linear destination takes the stream as it is: each
+                    // block goes straight to its place, like a blob's.
+                    let to = linear(stream)?;
+                    for (at, block) in blocks {
+                        let place = to(at);
+                        let class = classify(rt, &block, &place, true);
+                        parts.push(Part {
+                            job: 0,
+                            take: 0..block.size,
+                            block,
+                            place,
+                            pitched: class == Class::Cpu && !rt.stored_on_gpu,
+                            class,
+                        });
+                    }
                 }
             }
-            for (i, id) in packed.blocks.clone().enumerate() {
-                let b = pack.pack.blocks()[id as usize];
-                let block = BlockSrc {
-                    data: BlockData::File(pack.clone(), BlockId(id)),
-                    offset: b.offset,
-                    stored: b.stored_size,
-                    size: b.size,
-                    codec: b.codec,
-                };
-                parts.push(Part {
-                    job: 0,
-                    block,
-                    take: 0..b.size,
-                    place: Place::Assemble { offset: offsets[i] },
-                    class: Class::Cpu,
-                    pitched: false,
-                });
-            }
-            assembly = Some(Assembly {
-                len: stream,
-                outputs,
-            });
-            delivered = stream as u64;
+            delivered = stream;
         }
         Source::Memory { data, codec, size } => {
             let size = *size;
@@ -598,21 +674,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
             }
             total += staged;
         }
-        if let Some(a) = &assembly {
-            for (r, place) in &a.outputs {
-                let p = match place {
-                    Place::Texture { layout, .. } => layout.tight_size().next_multiple_of(4),
-                    _ => ((r.end - r.start) as u64).next_multiple_of(4),
-                };
-                if p > chunk {
-                    return Err(RequestError::StagingTooSmall {
-                        needed: p,
-                        have: chunk,
-                    });
-                }
-                total += p;
-            }
-        }
         if total > g.staging_total {
             return Err(RequestError::StagingTooSmall {
                 needed: total,
@@ -623,7 +684,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
     let stored = parts.iter().map(|p| p.block.stored as u64).sum();
     Ok(Plan {
         parts,
-        assembly,
         delivered,
         stored,
     })

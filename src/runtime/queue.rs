@@ -237,9 +237,6 @@ impl Queue {
             ctl: JobCtl::new(req.tag),
             destination: req.destination.clone(),
             claim,
-            // Allocated here, on the application's thread, not on the
-            // submission thread.
-            assembly_buf: p.assembly.as_ref().map(|a| Mutex::new(vec![0u8; a.len])),
         });
         Ok(Box::new(JobSpec {
             id,
@@ -247,7 +244,6 @@ impl Queue {
             window: 0,
             hot,
             parts: p.parts,
-            assembly: p.assembly,
             delivered: p.delivered,
             stored: p.stored,
             failure_info: FailureInfo {
@@ -397,9 +393,24 @@ impl Queue {
             if let Some(t) = &self.shared.rt.trace {
                 t.submit(self.shared.id, jobs.len() as u64);
             }
-            if let Err(crossbeam::channel::SendError(Cmd::Batch(jobs))) =
-                self.shared.rt.cmds.send(Cmd::Batch(jobs))
-            {
+            let sent = {
+                let accepting = self
+                    .shared
+                    .rt
+                    .accepting
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                if *accepting {
+                    self.shared
+                        .rt
+                        .cmds
+                        .send(Cmd::Batch(jobs))
+                        .map_err(|crossbeam::channel::SendError(c)| c)
+                } else {
+                    Err(Cmd::Batch(jobs))
+                }
+            };
+            if let Err(Cmd::Batch(jobs)) = sent {
                 // The dispatcher is gone: every request still ends, as failed.
                 let mut t = self
                     .shared
