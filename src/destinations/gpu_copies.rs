@@ -200,7 +200,7 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
             .collect();
         rects.sort_by_key(|r| (r.y, r.x));
         for region in regions(&rects) {
-            place_region(&mut plan, texture, (mip, layer), format, bpb, &region);
+            place_region(&mut plan, texture, (mip, layer), format, bpb, &rects[region]);
         }
     }
     plan
@@ -253,37 +253,37 @@ impl<K: Ord + Copy> Groups<K> {
 
 /// Groups rects (sorted by row, then column) into rectangles that each hold
 /// exactly the rects in them: runs contiguous in a row, stacked while they
-/// span the same columns.
-fn regions(rects: &[Rect]) -> Vec<Vec<Rect>> {
-    // Runs: same row and height, each starting where the previous ended.
-    let mut runs: Vec<Vec<Rect>> = Vec::new();
-    for r in rects {
-        if let Some(run) = runs.last_mut() {
-            let l = run.last().expect("runs are non-empty");
-            if l.y == r.y && l.h == r.h && l.x + l.w == r.x && l.ty1 == r.ty1 {
-                run.push(*r);
-                continue;
-            }
-        }
-        runs.push(vec![*r]);
-    }
-    // Stack runs spanning the same columns (in blocks and in texels), each
-    // starting at the row where the last one ended.
-    let mut out: Vec<Vec<Rect>> = Vec::new();
+/// span the same columns. A run is a stretch of the sorted rects and a
+/// stack joins a run only to the one just before it, so every rectangle is
+/// a range of `rects`.
+fn regions(rects: &[Rect]) -> Vec<std::ops::Range<usize>> {
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
     // (first column, end column, end row, texel end column) of the last run.
     let mut last: Option<(u32, u32, u32, u32)> = None;
-    for run in runs {
-        let l = run.last().expect("runs are non-empty");
-        let span = (run[0].x, l.x + l.w, l.y + l.h, l.tx1);
+    let mut i = 0;
+    while i < rects.len() {
+        // A run: same row and height, each starting where the previous ended.
+        let mut j = i + 1;
+        while j < rects.len() {
+            let (l, r) = (&rects[j - 1], &rects[j]);
+            if !(l.y == r.y && l.h == r.h && l.x + l.w == r.x && l.ty1 == r.ty1) {
+                break;
+            }
+            j += 1;
+        }
+        let (first, l) = (&rects[i], &rects[j - 1]);
+        let span = (first.x, l.x + l.w, l.y + l.h, l.tx1);
+        // Stack it on the last run if it spans the same columns (in blocks
+        // and in texels) and starts at the row where that one ended.
         let stacks = last.is_some_and(|(x0, x1, y1, tx1)| {
-            (x0, x1, tx1) == (span.0, span.1, span.3) && y1 == run[0].y
+            (x0, x1, tx1) == (span.0, span.1, span.3) && y1 == first.y
         });
         last = Some(span);
-        if stacks {
-            out.last_mut().expect("a run was pushed before").extend(run);
-        } else {
-            out.push(run);
+        match out.last_mut() {
+            Some(region) if stacks => region.end = j,
+            _ => out.push(i..j),
         }
+        i = j;
     }
     out
 }
@@ -407,6 +407,11 @@ mod tests {
         v
     }
 
+    /// The regions of `rects` as the rects in them.
+    fn grouped(rects: &[Rect]) -> Vec<Vec<Rect>> {
+        regions(rects).into_iter().map(|r| rects[r].to_vec()).collect()
+    }
+
     /// Every region is a full rectangle of the tiles in it.
     fn check_exact(regions: &[Vec<Rect>]) {
         for reg in regions {
@@ -426,7 +431,7 @@ mod tests {
     #[test]
     fn a_full_mip_is_one_region() {
         let cells: Vec<(u32, u32)> = (0..4).flat_map(|y| (0..5).map(move |x| (x, y))).collect();
-        let r = regions(&tiles(&cells));
+        let r = grouped(&tiles(&cells));
         assert_eq!(r.len(), 1);
         assert_eq!(r[0].len(), 20);
         check_exact(&r);
@@ -437,7 +442,7 @@ mod tests {
         let all: Vec<(u32, u32)> = (0..6).flat_map(|y| (0..5).map(move |x| (x, y))).collect();
         for start in 0..all.len() {
             for end in start + 1..=all.len() {
-                let r = regions(&tiles(&all[start..end]));
+                let r = grouped(&tiles(&all[start..end]));
                 assert!(r.len() <= 3, "{start}..{end}: {} regions", r.len());
                 assert_eq!(r.iter().map(Vec::len).sum::<usize>(), end - start);
                 check_exact(&r);
@@ -452,7 +457,7 @@ mod tests {
             .flat_map(|y| (0..4).map(move |x| (x, y)))
             .filter(|(x, y)| (x + y) % 2 == 0)
             .collect();
-        let r = regions(&tiles(&cells));
+        let r = grouped(&tiles(&cells));
         assert_eq!(r.len(), cells.len());
         check_exact(&r);
         // A hole in the middle of a 3x3 block.
@@ -460,14 +465,14 @@ mod tests {
             .flat_map(|y| (0..3).map(move |x| (x, y)))
             .filter(|&c| c != (1, 1))
             .collect();
-        let r = regions(&tiles(&cells));
+        let r = grouped(&tiles(&cells));
         check_exact(&r);
         assert_eq!(r.iter().map(Vec::len).sum::<usize>(), 8);
     }
 
     #[test]
     fn the_same_tile_twice_is_copied_twice() {
-        let r = regions(&tiles(&[(0, 0), (0, 0), (1, 0)]));
+        let r = grouped(&tiles(&[(0, 0), (0, 0), (1, 0)]));
         assert_eq!(r.iter().map(Vec::len).sum::<usize>(), 3);
         check_exact(&r);
     }

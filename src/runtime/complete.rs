@@ -29,7 +29,7 @@ use crossbeam::channel::{Receiver, Sender};
 use crate::completion::Outcome;
 
 use super::batch_status::{lost_error, BatchInFlight, StatusWords};
-use super::job::{Ended, JobOwner, JobSpec};
+use super::job::{Ended, JobHot, JobOwner, JobSpec};
 use super::job_table::split_key;
 use super::RequestError;
 
@@ -52,6 +52,8 @@ pub(crate) enum ToCompletion {
     /// Jobs that end at once, failed with `ShutDown`, without ever running
     /// (a batch arriving after shutdown or after a panic).
     Refused(Vec<JobSpec>),
+    /// The submission thread's handles of ended jobs, to drop here.
+    Release(Vec<Arc<JobHot>>),
     /// Nothing more will come.
     Stop,
 }
@@ -197,6 +199,10 @@ impl Stage {
                     };
                     self.finish(job);
                 }
+                false
+            }
+            ToCompletion::Release(handles) => {
+                drop(handles);
                 false
             }
             ToCompletion::Stop => true,

@@ -232,8 +232,13 @@ impl Dispatcher {
     fn on_completion(&mut self, m: FromCompletion) {
         match m {
             FromCompletion::Freed(keys) => {
-                for k in keys {
-                    self.jobs.remove(k);
+                // The last handles of ended jobs go back to the completion
+                // stage to be dropped there: freeing a job (its destination's
+                // and queue's reference counts, its allocation) was a
+                // twentieth of this thread's own work (issue #10).
+                let handles: Vec<_> = keys.into_iter().filter_map(|k| self.jobs.remove(k)).collect();
+                if !handles.is_empty() {
+                    let _ = self.to_complete.send(ToCompletion::Release(handles));
                 }
             }
             FromCompletion::BatchFree(r) => {
@@ -359,9 +364,17 @@ impl Dispatcher {
             // unmapped until the run's completion arrives.
             unsafe { self.rt.engine.submit(ops, self.io_tx.clone()) };
         }
-        for p in blocked.into_iter().rev() {
+        // Back at the front, in order, one list per run of one priority.
+        let mut lists: Vec<(usize, Vec<Part>)> = Vec::new();
+        for p in blocked {
             let prio = self.jobs.get(p.job).map_or(1, |j| j.priority_index());
-            self.schedule.push_front(prio, p);
+            match lists.last_mut() {
+                Some((q, list)) if *q == prio => list.push(p),
+                _ => lists.push((prio, vec![p])),
+            }
+        }
+        for (prio, list) in lists.into_iter().rev() {
+            self.schedule.push_front(prio, list);
         }
     }
 

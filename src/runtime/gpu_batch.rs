@@ -94,6 +94,18 @@ struct Open {
     entries: Vec<Entry>,
 }
 
+/// The descriptor tables of a batch being recorded, kept from one batch to
+/// the next.
+#[derive(Default)]
+struct Tables {
+    lz4: Vec<Lz4BlockDesc>,
+    stored: Vec<Lz4BlockDesc>,
+    checks: Vec<BlockCheckDesc>,
+    /// The last words of buffer outputs that end inside a word: cleared
+    /// before the passes, so the bytes past the data are zeros.
+    pad_words: Vec<u64>,
+}
+
 /// Limits of one batch.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct BatchCaps {
@@ -169,6 +181,8 @@ pub(crate) struct GpuBatcher {
     direct: IdMap<usize, Vec<Part>>,
     /// CPU time spent inside `Queue::submit`, for the stats.
     submit_ns: Arc<AtomicU64>,
+    /// Descriptor tables reused from batch to batch (see [`Tables`]).
+    tables: Tables,
 }
 
 /// A part the stage is done with, and how it ended.
@@ -221,6 +235,7 @@ impl GpuBatcher {
             software,
             direct: IdMap::default(),
             submit_ns,
+            tables: Tables::default(),
         })
     }
 
@@ -401,44 +416,46 @@ impl GpuBatcher {
         let Some(open) = self.open.take() else {
             return;
         };
-        let mut live = Vec::with_capacity(open.entries.len());
+        // One pass over the batch, one job lookup per part: cancelled parts
+        // end here, parts the CPU already laid out for their destination
+        // get one plain copy each (`direct`), and every other part's
+        // regions (one, or one per piece) go to `present`, with the span of
+        // them it owns (`None` when its destination is gone).
+        let mut present: Vec<PartDest<'_>> = Vec::with_capacity(open.entries.len());
+        let mut live: Vec<(Entry, Option<std::ops::Range<usize>>)> =
+            Vec::with_capacity(open.entries.len());
+        let mut direct: Vec<Entry> = Vec::new();
         for e in open.entries {
-            if jobs.get(e.part.job).is_some_and(|j| j.ctl.begin_gpu()) {
-                live.push(e);
-            } else {
+            let Some(job) = jobs.get(e.part.job).filter(|j| j.ctl.begin_gpu()) else {
                 done.push((e.part, Err(RequestError::Cancelled)));
+                continue;
+            };
+            if e.part.pitched {
+                direct.push(e);
+                continue;
             }
+            let from = present.len();
+            let span = part_dests(&e.part, Some(&job.destination), &mut present)
+                .then(|| from..present.len());
+            live.push((e, span));
         }
-        if live.is_empty() {
+        if live.is_empty() && direct.is_empty() {
             self.free.push(open.res);
             return;
         }
-        // Parts the CPU already laid out for their destination: one plain
-        // copy each, straight from the batch input.
-        let (direct, live): (Vec<Entry>, Vec<Entry>) =
-            live.into_iter().partition(|e| e.part.pitched);
-        // Every region of every part (one, or one per piece), and which of
-        // them each part has: `None` when its destination is gone.
-        let mut present: Vec<PartDest<'_>> = Vec::with_capacity(live.len());
-        let spans: Vec<Option<std::ops::Range<usize>>> = live
-            .iter()
-            .map(|e| {
-                let from = present.len();
-                let dest = jobs.get(e.part.job).map(|j| &j.destination);
-                part_dests(&e.part, dest, &mut present).then(|| from..present.len())
-            })
-            .collect();
         let plan = plan_outputs(&present);
         let res = &self.res[open.res];
-        let mut lz4 = Vec::new();
-        let mut stored = Vec::new();
-        let mut checks = Vec::new();
-        let mut entries = Vec::with_capacity(live.len());
-        // The last words of buffer outputs that end inside a word: cleared
-        // before the passes, so the bytes past the data are zeros.
-        let mut pad_words = Vec::new();
+        // Tables reused from batch to batch: a fresh allocation of these
+        // sizes is a page-faulting mmap per batch.
+        let Tables {
+            mut lz4,
+            mut stored,
+            mut checks,
+            mut pad_words,
+        } = std::mem::take(&mut self.tables);
+        let mut entries = Vec::with_capacity(live.len() + direct.len());
         let fits = plan.size <= res.output.size();
-        for (e, span) in live.into_iter().zip(spans) {
+        for (e, span) in live {
             let Some(span) = span.filter(|_| fits) else {
                 if let Some(j) = jobs.get(e.part.job) {
                     j.ctl.end_gpu();
@@ -631,6 +648,16 @@ impl GpuBatcher {
                 });
             }
         }
+        lz4.clear();
+        stored.clear();
+        checks.clear();
+        pad_words.clear();
+        self.tables = Tables {
+            lz4,
+            stored,
+            checks,
+            pad_words,
+        };
         let r = open.res;
         // The completion stage hears of the batch before it is submitted,
         // so its status cannot overtake it; the readback is mapped as soon

@@ -52,18 +52,19 @@ impl JobTable {
         ((slot.generation as u64) << 32) | index as u64
     }
 
-    /// Forgets an ended job; its key no longer finds anything.
-    pub fn remove(&mut self, key: u64) {
+    /// Forgets an ended job (its key no longer finds anything) and returns
+    /// its handle.
+    pub fn remove(&mut self, key: u64) -> Option<Arc<JobHot>> {
         let (index, generation) = split_key(key);
-        let Some(slot) = self.slots.get_mut(index) else {
-            return;
-        };
-        if slot.generation != generation || slot.job.take().is_none() {
-            return;
+        let slot = self.slots.get_mut(index)?;
+        if slot.generation != generation {
+            return None;
         }
+        let job = slot.job.take()?;
         slot.generation = slot.generation.wrapping_add(1);
         self.free.push(index as u32);
         self.live -= 1;
+        Some(job)
     }
 
     /// The job, if still in flight.
