@@ -215,8 +215,9 @@ impl Dispatcher {
 
     fn accept(&mut self, specs: Vec<JobSpec>) {
         let mut jobs = Vec::with_capacity(specs.len());
+        // A batch is one queue's submit: one priority for all of it.
+        let prio = specs.first().map_or(0, |s| s.hot.priority_index());
         for mut spec in specs {
-            let prio = spec.hot.priority_index();
             let key = self.jobs.insert(spec.hot.clone());
             let mut parts = std::mem::take(&mut spec.parts);
             for p in &mut parts {
