@@ -860,7 +860,8 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
 /// reach GPU buffers through the GPU passes (stored and LZ4 blocks alike)
 /// with the bytes past the data's last word zeroed, whatever the buffer
 /// held before; packed mips land in a buffer as their stream, as in host
-/// memory.
+/// memory. A blob of 40 blocks with `direct_buffer_blocks` 16 is written
+/// by the passes straight into its buffer, the same bytes.
 #[test]
 fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
     let Some(ctx) = common::test_device() else {
@@ -886,6 +887,8 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
             )
             .unwrap();
             w.add_blob("odd", &data).unwrap();
+            let big = content(6, 40 * 65536 + 3);
+            w.add_blob("big", &big).unwrap();
             w.add_texture("tex", TextureFormat::Rgba8Unorm, 300, 200, &mips)
                 .unwrap();
             w.finish().unwrap();
@@ -895,12 +898,25 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
                 RuntimeConfig {
                     stored_copy_on_gpu: on_gpu,
                     cpu_threads: 2,
+                    direct_buffer_blocks: 16,
+                    staging_size: 16 << 20,
                     ..Default::default()
                 },
             )
             .unwrap();
             let pf = rt.open_pack(&path).unwrap();
             let tex = pf.pack().find("tex").unwrap();
+            let big_id = pf.pack().find("big").unwrap();
+            let big_buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("big"),
+                size: 512 + (big.len() as u64).next_multiple_of(4) + 256,
+                usage: wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC
+                    | wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            });
+            ctx.queue
+                .write_buffer(&big_buf, 0, &vec![0xCD; big_buf.size() as usize]);
             let stream: Vec<u8> = mips[1..].concat();
             let odd = pf.pack().find("odd").unwrap();
             let size = 256 + 100_004 + 256 + stream.len() as u64;
@@ -935,6 +951,14 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
                 },
             ))
             .unwrap();
+            q.enqueue(Request::new(
+                Source::blob(&pf, big_id),
+                Destination::Buffer {
+                    buffer: big_buf.clone(),
+                    offset: 512,
+                },
+            ))
+            .unwrap();
             let f = Fence::new();
             q.enqueue_signal(&f, 1);
             q.submit();
@@ -956,6 +980,20 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
             assert!(
                 got[p..p + stream.len()] == stream[..],
                 "{what}: packed mips differ"
+            );
+            let got = read_buffer(&ctx, &big_buf);
+            let end = 512 + big.len();
+            assert!(got[512..end] == big[..], "{what}: big blob differs");
+            assert_eq!(got[end], 0, "{what}: big blob's padding not zeroed");
+            assert_eq!(got[511], 0xCD, "{what}: wrote before the big blob");
+            assert_eq!(got[end + 1], 0xCD, "{what}: wrote past the big blob's word");
+            // The GPU passes deliver it straight into its buffer, except
+            // where the CPU lays stored blocks out for plain copies.
+            let passes = codec == Codec::Lz4 || on_gpu == Some(true);
+            assert_eq!(
+                q.stats().direct_buffer_bytes > 0,
+                passes,
+                "{what}: direct writes"
             );
         }
     }

@@ -47,13 +47,44 @@ pub(crate) enum PartDest<'a> {
     },
 }
 
-/// Where a part's bytes are written in the output scratch: the decode or
-/// copy pass writes row `r` at `dst_offset + r * row_pitch` (`row_pitch` 0
-/// for linear bytes).
+/// Where a part's bytes are written: the decode or copy pass writes row `r`
+/// at `dst_offset + r * row_pitch` (`row_pitch` 0 for linear bytes) of the
+/// output scratch, or of a destination buffer's binding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OutPlace {
     pub dst_offset: u64,
     pub row_pitch: u32,
+    /// `None`: the scratch. `Some(g)`: `OutputPlan::direct[g]`'s binding.
+    pub direct: Option<usize>,
+}
+
+/// A range of a destination buffer that a batch's passes write directly,
+/// bound as their output: no scratch, no copy.
+#[derive(Debug)]
+pub(crate) struct DirectOutput {
+    pub buffer: wgpu::Buffer,
+    /// The binding's start in the buffer (on the storage-offset alignment).
+    pub offset: u64,
+    pub size: u64,
+}
+
+/// When a destination buffer is written directly instead of through the
+/// scratch: it has `STORAGE` usage and at least `min_parts` parts in the
+/// batch (each such buffer costs the batch a pass of its own, so small
+/// groups are cheaper through the scratch and one copy), and a binding
+/// covering them meets the device's rules.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DirectRule {
+    pub min_parts: usize,
+    /// `min_storage_buffer_offset_alignment`.
+    pub align: u64,
+    /// `max_storage_buffer_binding_size`.
+    pub max_binding: u64,
+    /// The binding's size must be a multiple of this (16 for decoders
+    /// that store 16-byte units, else 4).
+    pub unit: u64,
+    /// Direct groups allowed in one batch.
+    pub max_groups: usize,
 }
 
 /// One copy out of the scratch.
@@ -85,6 +116,8 @@ pub(crate) struct OutputPlan {
     pub places: Vec<OutPlace>,
     /// The copies to record after the passes that fill the scratch.
     pub copies: Vec<OutCopy>,
+    /// Destination buffers written directly (see [`DirectRule`]).
+    pub direct: Vec<DirectOutput>,
 }
 
 /// A texture part in texel-block units.
@@ -100,18 +133,21 @@ struct Rect {
     ty1: u32,
 }
 
-/// Plans the scratch layout and copies for `dests`.
-pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
+/// Plans the scratch layout, the buffers written directly (where `direct`
+/// allows) and the copies for `dests`.
+pub(crate) fn plan_outputs(dests: &[PartDest<'_>], direct: Option<DirectRule>) -> OutputPlan {
     let mut plan = OutputPlan {
         size: 0,
         places: vec![
             OutPlace {
                 dst_offset: 0,
-                row_pitch: 0
+                row_pitch: 0,
+                direct: None,
             };
             dests.len()
         ],
         copies: Vec::new(),
+        direct: Vec::new(),
     };
     let mut buffers: Groups<&wgpu::Buffer> = Groups::default();
     // Keyed by texture, mip and array layer.
@@ -133,6 +169,17 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
             PartDest::Texture { .. } => unreachable!("grouped as a buffer"),
         };
         parts.sort_by_key(|&i| at(i).0);
+        if let Some(g) = direct.and_then(|rule| direct_binding(buffer, &parts, &at, rule, &plan)) {
+            for &i in &parts {
+                plan.places[i] = OutPlace {
+                    dst_offset: at(i).0 - g.offset,
+                    row_pitch: 0,
+                    direct: Some(plan.direct.len()),
+                };
+            }
+            plan.direct.push(g);
+            continue;
+        }
         let mut k = 0;
         while k < parts.len() {
             let (start, _) = at(parts[k]);
@@ -147,6 +194,7 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
                 plan.places[parts[k]] = OutPlace {
                     dst_offset: base + (off - start),
                     row_pitch: 0,
+                    direct: None,
                 };
                 end = off + len;
                 k += 1;
@@ -157,6 +205,7 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
                 plan.places[parts[k]] = OutPlace {
                     dst_offset: base,
                     row_pitch: 0,
+                    direct: None,
                 };
                 end = off + len;
                 k += 1;
@@ -200,10 +249,46 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>]) -> OutputPlan {
             .collect();
         rects.sort_by_key(|r| (r.y, r.x));
         for region in regions(&rects) {
-            place_region(&mut plan, texture, (mip, layer), format, bpb, &rects[region]);
+            place_region(
+                &mut plan,
+                texture,
+                (mip, layer),
+                format,
+                bpb,
+                &rects[region],
+            );
         }
     }
     plan
+}
+
+/// The binding through which a batch writes `parts` (sorted by offset) of
+/// `buffer` directly, if `rule` allows it.
+fn direct_binding(
+    buffer: &wgpu::Buffer,
+    parts: &[usize],
+    at: &impl Fn(usize) -> (u64, u64),
+    rule: DirectRule,
+    plan: &OutputPlan,
+) -> Option<DirectOutput> {
+    if parts.len() < rule.min_parts
+        || plan.direct.len() >= rule.max_groups
+        || !buffer.usage().contains(wgpu::BufferUsages::STORAGE)
+    {
+        return None;
+    }
+    let first = at(*parts.first()?).0;
+    let end = parts
+        .iter()
+        .map(|&i| at(i).0 + at(i).1.next_multiple_of(4))
+        .max()?;
+    let offset = first - first % rule.align.max(1);
+    let size = (end - offset).next_multiple_of(rule.unit.max(4));
+    (offset + size <= buffer.size() && size <= rule.max_binding).then(|| DirectOutput {
+        buffer: buffer.clone(),
+        offset,
+        size,
+    })
 }
 
 /// Part indices grouped by destination, in the order of the keys. A
@@ -311,6 +396,7 @@ fn place_region(
         plan.places[r.part] = OutPlace {
             dst_offset: base + (r.y - y0) as u64 * pitch as u64 + ((r.x - x0) * bpb) as u64,
             row_pitch: pitch,
+            direct: None,
         };
     }
     let size = if rows == 0 {
@@ -409,7 +495,10 @@ mod tests {
 
     /// The regions of `rects` as the rects in them.
     fn grouped(rects: &[Rect]) -> Vec<Vec<Rect>> {
-        regions(rects).into_iter().map(|r| rects[r].to_vec()).collect()
+        regions(rects)
+            .into_iter()
+            .map(|r| rects[r].to_vec())
+            .collect()
     }
 
     /// Every region is a full rectangle of the tiles in it.

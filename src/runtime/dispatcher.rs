@@ -237,7 +237,10 @@ impl Dispatcher {
                 // stage to be dropped there: freeing a job (its destination's
                 // and queue's reference counts, its allocation) was a
                 // twentieth of this thread's own work (issue #10).
-                let handles: Vec<_> = keys.into_iter().filter_map(|k| self.jobs.remove(k)).collect();
+                let handles: Vec<_> = keys
+                    .into_iter()
+                    .filter_map(|k| self.jobs.remove(k))
+                    .collect();
                 if !handles.is_empty() {
                     let _ = self.to_complete.send(ToCompletion::Release(handles));
                 }
@@ -391,10 +394,11 @@ impl Dispatcher {
                     0 => None,
                     need => {
                         let g = self.gpu.as_mut().expect("GPU parts imply staging");
-                        let Some(s) =
-                            g.ring
-                                .alloc(need, crate::staging::STAGING_ALIGN, part.gpu_out())
-                        else {
+                        let Some(s) = g.ring.alloc(
+                            need,
+                            crate::staging::STAGING_ALIGN,
+                            part.gpu_out(g.region_weight()),
+                        ) else {
                             return Err(part);
                         };
                         Some(s)
@@ -406,10 +410,11 @@ impl Dispatcher {
             Class::Raw | Class::GpuLz4 => {
                 let g = self.gpu.as_mut().expect("GPU parts imply staging");
                 let len = part.block.stored as u64;
-                let Some((slot, mut w)) =
-                    g.ring
-                        .alloc(len.max(4), crate::staging::STAGING_ALIGN, part.gpu_out())
-                else {
+                let Some((slot, mut w)) = g.ring.alloc(
+                    len.max(4),
+                    crate::staging::STAGING_ALIGN,
+                    part.gpu_out(g.region_weight()),
+                ) else {
                     return Err(part);
                 };
                 w.as_mut_slice()[..len as usize].copy_from_slice(&data[range]);

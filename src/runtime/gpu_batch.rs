@@ -33,13 +33,15 @@ use crossbeam::channel::Sender;
 
 use crate::completion::gpu_poll::GpuPoller;
 use crate::decode::gpu::{
-    BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, StoredCopyPipeline,
+    BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, PassBindings,
+    StoredCopyPipeline,
 };
 use crate::decode::Lz4Status;
-use crate::destinations::gpu_copies::{plan_outputs, record_copies, PartDest};
+use crate::destinations::gpu_copies::{plan_outputs, record_copies, DirectRule, PartDest};
 use crate::staging::StagingRing;
 
 use super::batch_status::{lost_error, table, BatchEntry, BatchInFlight, Slots};
+use super::batch_tables::{BatchTables, LocalSlot, RUN_ALIGN};
 use super::complete::{GpuStatus, ToCompletion};
 use super::gpu_direct::{copy_from_chunk, part_dests, record_part_direct};
 use super::job_table::JobTable;
@@ -91,20 +93,13 @@ struct Open {
     res: usize,
     input_used: u64,
     out_need: u64,
+    /// Descriptors its parts need, at most `BatchCaps::blocks`.
+    descs: u64,
     entries: Vec<Entry>,
 }
 
-/// The descriptor tables of a batch being recorded, kept from one batch to
-/// the next.
-#[derive(Default)]
-struct Tables {
-    lz4: Vec<Lz4BlockDesc>,
-    stored: Vec<Lz4BlockDesc>,
-    checks: Vec<BlockCheckDesc>,
-    /// The last words of buffer outputs that end inside a word: cleared
-    /// before the passes, so the bytes past the data are zeros.
-    pad_words: Vec<u64>,
-}
+/// Destination buffers written directly in one batch, at most.
+const MAX_DIRECT: usize = 16;
 
 /// Limits of one batch.
 #[derive(Clone, Copy, Debug)]
@@ -115,6 +110,9 @@ pub(crate) struct BatchCaps {
     pub output: u64,
     /// Blocks.
     pub blocks: u64,
+    /// Parts one destination buffer needs in a batch to be written
+    /// directly (`RuntimeConfig::direct_buffer_blocks`).
+    pub direct_min: usize,
 }
 
 impl BatchCaps {
@@ -146,7 +144,17 @@ impl BatchCaps {
             input,
             output,
             blocks: (chunk / 256).max(16384),
+            direct_min: 1024,
         }
+    }
+
+    /// The least output weight a region counts for: with it, a batch whose
+    /// regions' weights fit its scratch has at most `blocks` regions, so
+    /// every region gets its descriptor and status word (a packed-mips
+    /// part writes several regions; small ones would otherwise outnumber
+    /// the tables).
+    pub fn region_weight(&self) -> u64 {
+        self.output.div_ceil(self.blocks).next_multiple_of(256)
     }
 }
 
@@ -181,8 +189,6 @@ pub(crate) struct GpuBatcher {
     direct: IdMap<usize, Vec<Part>>,
     /// CPU time spent inside `Queue::submit`, for the stats.
     submit_ns: Arc<AtomicU64>,
-    /// Descriptor tables reused from batch to batch (see [`Tables`]).
-    tables: Tables,
 }
 
 /// A part the stage is done with, and how it ended.
@@ -235,7 +241,6 @@ impl GpuBatcher {
             software,
             direct: IdMap::default(),
             submit_ns,
-            tables: Tables::default(),
         })
     }
 
@@ -263,6 +268,11 @@ impl GpuBatcher {
             stride: self.caps.blocks as usize,
             noop: self.noop,
         }
+    }
+
+    /// The least weight of one output region (`BatchCaps::region_weight`).
+    pub fn region_weight(&self) -> u64 {
+        self.ring.region_weight()
     }
 
     /// The completion stage has read batch buffer set `r`'s status words.
@@ -322,11 +332,16 @@ impl GpuBatcher {
             }
             let used = self.ring.used(c).next_multiple_of(4);
             let weight = self.ring.weight(c);
-            let n = self.staged[c].len() as u64;
+            // Descriptors the chunk's parts need (one per region: a
+            // packed-mips part has several), which bound the tables.
+            let n: u64 = self.staged[c]
+                .iter()
+                .map(|s| s.part.outputs().count() as u64)
+                .sum();
             let fits = |o: &Open| {
                 o.input_used + used <= self.caps.input
                     && o.out_need + weight <= self.caps.output
-                    && o.entries.len() as u64 + n <= self.caps.blocks
+                    && o.descs + n <= self.caps.blocks
             };
             if self.open.as_ref().is_some_and(|o| !fits(o)) {
                 // The copies recorded so far target the batch being flushed:
@@ -345,6 +360,7 @@ impl GpuBatcher {
                     res,
                     input_used: 0,
                     out_need: 0,
+                    descs: 0,
                     entries: Vec::new(),
                 });
             }
@@ -361,6 +377,7 @@ impl GpuBatcher {
             copied.push(c);
             open.input_used = (base + used).next_multiple_of(256);
             open.out_need += weight;
+            open.descs += n;
             let verify = self.crc.is_some();
             for s in self.staged[c].drain(..) {
                 let check = match (&s.part.block.data, s.part.class) {
@@ -443,17 +460,31 @@ impl GpuBatcher {
             self.free.push(open.res);
             return;
         }
-        let plan = plan_outputs(&present);
+        let limits = self.device.limits();
+        // Destination buffers with enough parts here are written directly;
+        // only while their runs' padding cannot push the tables past the caps.
+        let direct_rule = (present.len() + RUN_ALIGN * (MAX_DIRECT + 1)
+            <= self.caps.blocks as usize)
+            .then_some(DirectRule {
+                min_parts: self.caps.direct_min,
+                align: limits.min_storage_buffer_offset_alignment as u64,
+                max_binding: limits.max_storage_buffer_binding_size,
+                unit: if self.lz4.as_ref().is_some_and(|p| p.path().is_wide()) {
+                    16
+                } else {
+                    4
+                },
+                max_groups: MAX_DIRECT,
+            });
+        let plan = plan_outputs(&present, direct_rule);
         let res = &self.res[open.res];
-        // Tables reused from batch to batch: a fresh allocation of these
-        // sizes is a page-faulting mmap per batch.
-        let Tables {
-            mut lz4,
-            mut stored,
-            mut checks,
-            mut pad_words,
-        } = std::mem::take(&mut self.tables);
-        let mut entries = Vec::with_capacity(live.len() + direct.len());
+        let mut tables = BatchTables::new(plan.direct.len());
+        let mut checks = Vec::new();
+        // The last words of buffer outputs that end inside a word (target,
+        // offset): cleared before the passes, so the bytes past the data
+        // are zeros.
+        let mut pad_words: Vec<(Option<usize>, u64)> = Vec::new();
+        let mut pending = Vec::with_capacity(live.len());
         let fits = plan.size <= res.output.size();
         for (e, span) in live {
             let Some(span) = span.filter(|_| fits) else {
@@ -469,11 +500,11 @@ impl GpuBatcher {
                 continue;
             };
             let src = e.src as u32;
-            let first = if e.part.class == Class::GpuLz4 {
-                lz4.len()
-            } else {
-                stored.len()
-            };
+            let lz4 = e.part.class == Class::GpuLz4;
+            // A part's regions share one target: pieces are texture regions,
+            // and a buffer part has one region.
+            let target = plan.places[span.start].direct.map_or(0, |g| g + 1);
+            let first = tables.next(target, lz4);
             for ((take, place), k) in e.part.outputs().zip(span) {
                 let at = plan.places[k];
                 let (row_bytes, row_pitch) = match place {
@@ -482,13 +513,13 @@ impl GpuBatcher {
                 };
                 let dst = at.dst_offset as u32;
                 if matches!(place, Place::Buffer { .. }) && (take.end - take.start) % 4 != 0 {
-                    pad_words.push(at.dst_offset + ((take.end - take.start) & !3) as u64);
+                    pad_words.push((
+                        at.direct,
+                        at.dst_offset + ((take.end - take.start) & !3) as u64,
+                    ));
                 }
-                if e.part.class == Class::GpuLz4 {
-                    lz4.push(
-                        Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size)
-                            .with_rows(row_bytes, row_pitch),
-                    );
+                let desc = if lz4 {
+                    Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size)
                 } else {
                     // Stored or CPU-decoded bytes: a piece is its own range
                     // of the block, copied by its own descriptor.
@@ -496,31 +527,40 @@ impl GpuBatcher {
                         Place::Texture { layout, .. } => layout.tight_size() as u32,
                         _ => e.len,
                     };
-                    stored.push(
-                        Lz4BlockDesc::linear(src + take.start, size, dst, size)
-                            .with_rows(row_bytes, row_pitch),
-                    );
-                }
+                    Lz4BlockDesc::linear(src + take.start, size, dst, size)
+                };
+                tables.push(target, lz4, desc.with_rows(row_bytes, row_pitch));
             }
-            let decode = if e.part.class == Class::GpuLz4 {
-                (table::LZ4, first as u32, (lz4.len() - first) as u32)
-            } else {
-                (table::STORED, first as u32, (stored.len() - first) as u32)
+            let slot = LocalSlot {
+                table: if lz4 { table::LZ4 } else { table::STORED },
+                target,
+                first,
+                count: tables.next(target, lz4) - first,
             };
             let check = e.check.map(|expected| {
                 checks.push(BlockCheckDesc::new(src, e.len, expected));
                 checks.len() as u32 - 1
             });
-            entries.push(BatchEntry {
+            pending.push((e, slot, check));
+        }
+        let direct_bytes: u64 = plan.direct.iter().map(|d| d.size).sum();
+        let laid = tables.lay_out();
+        let mut entries: Vec<BatchEntry> = pending
+            .into_iter()
+            .map(|(e, slot, check)| BatchEntry {
                 part: e.part,
                 check: e.check,
                 slots: Slots {
-                    decode: Some(decode),
+                    decode: Some(laid.slot(slot)),
                     check,
                 },
-            });
-        }
-        let counts = [lz4.len() as u32, stored.len() as u32, checks.len() as u32];
+            })
+            .collect();
+        let counts = [
+            laid.lz4.len() as u32,
+            laid.stored.len() as u32,
+            checks.len() as u32,
+        ];
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -544,8 +584,22 @@ impl GpuBatcher {
                 commands += 1;
             }
         }
-        for &w in &pad_words {
-            enc.clear_buffer(&res.output, w, Some(4));
+        // Each target's output: the scratch, or a destination buffer's range.
+        let outputs: Vec<wgpu::BufferSlice<'_>> = std::iter::once(res.output.slice(..))
+            .chain(
+                plan.direct
+                    .iter()
+                    .map(|d| d.buffer.slice(d.offset..d.offset + d.size)),
+            )
+            .collect();
+        for &(direct, w) in &pad_words {
+            match direct {
+                None => enc.clear_buffer(&res.output, w, Some(4)),
+                Some(g) => {
+                    let d = &plan.direct[g];
+                    enc.clear_buffer(&d.buffer, d.offset + w, Some(4));
+                }
+            }
             commands += 1;
         }
         let input = res.input.slice(..open.input_used.max(256));
@@ -558,43 +612,43 @@ impl GpuBatcher {
                     &mut enc,
                     input,
                     &res.check_descs,
-                    &res.status[2],
-                    &res.status[3],
+                    &res.status[table::CHECK],
+                    &res.status[table::CRC],
                     counts[2],
                 );
                 dispatches += 1;
             }
         }
-        if let (Some(p), false) = (&self.lz4, lz4.is_empty()) {
+        if !laid.lz4.is_empty() {
             self.queue
-                .write_buffer(&res.lz4_descs, 0, bytemuck::cast_slice(&lz4));
-            // Buffers are sized by the caps, so the encode cannot fail; if it
-            // did, the blocks' status words stay "not run" and they fail.
-            let _ = p.encode(
-                &self.device,
-                &mut enc,
-                input,
-                &res.lz4_descs,
-                &res.output,
-                &res.status[0],
-                counts[0],
-            );
-            dispatches += 1;
+                .write_buffer(&res.lz4_descs, 0, bytemuck::cast_slice(&laid.lz4));
         }
-        if !stored.is_empty() {
+        if !laid.stored.is_empty() {
             self.queue
-                .write_buffer(&res.stored_descs, 0, bytemuck::cast_slice(&stored));
-            let _ = self.stored.encode(
-                &self.device,
-                &mut enc,
-                input,
-                &res.stored_descs,
-                &res.output,
-                &res.status[1],
-                counts[1],
-            );
-            dispatches += 1;
+                .write_buffer(&res.stored_descs, 0, bytemuck::cast_slice(&laid.stored));
         }
+        // One LZ4 pass and one stored-copy pass per target with work. The
+        // buffers are sized by the caps, so an encode cannot fail; if one
+        // did, its blocks' status words stay "not run" and they fail.
+        let (mut lz4_passes, mut copy_passes) = (0u64, 0u64);
+        for (t, output) in outputs.iter().enumerate() {
+            let bind = |descs, status, run| run_bindings(input, *output, descs, status, run);
+            let run = &laid.lz4_runs[t];
+            if let (Some(p), false) = (&self.lz4, run.is_empty()) {
+                let b = bind(&res.lz4_descs, &res.status[table::LZ4], run);
+                let _ = p.encode_in(&self.device, &mut enc, b, run.len() as u32, None);
+                lz4_passes += 1;
+            }
+            let run = &laid.stored_runs[t];
+            if !run.is_empty() {
+                let b = bind(&res.stored_descs, &res.status[table::STORED], run);
+                let _ = self
+                    .stored
+                    .encode_in(&self.device, &mut enc, b, run.len() as u32, None);
+                copy_passes += 1;
+            }
+        }
+        dispatches += lz4_passes + copy_passes;
         let (copies, mut texture_copies) = record_copies(&mut enc, &res.output, &plan.copies);
         commands += copies + dispatches;
         for e in direct {
@@ -640,24 +694,15 @@ impl GpuBatcher {
                     st.gpu_submits += 1;
                     st.gpu_commands += commands;
                     st.gpu_dispatches += dispatches;
-                    st.lz4_dispatches += (counts[0] > 0) as u64;
-                    st.copy_dispatches += (counts[1] > 0) as u64;
+                    st.lz4_dispatches += lz4_passes;
+                    st.copy_dispatches += copy_passes;
                     st.texture_copies += texture_copies;
-                    st.blocks_gpu_decoded += counts[0] as u64;
-                    st.blocks_copied += counts[1] as u64;
+                    st.blocks_gpu_decoded += run_total(&laid.lz4_runs);
+                    st.blocks_copied += run_total(&laid.stored_runs);
+                    st.direct_buffer_bytes += direct_bytes;
                 });
             }
         }
-        lz4.clear();
-        stored.clear();
-        checks.clear();
-        pad_words.clear();
-        self.tables = Tables {
-            lz4,
-            stored,
-            checks,
-            pad_words,
-        };
         let r = open.res;
         // The completion stage hears of the batch before it is submitted,
         // so its status cannot overtake it; the readback is mapped as soon
@@ -723,6 +768,29 @@ impl GpuBatcher {
                 self.lost = Some(why);
             }
         }
+    }
+}
+
+/// Entries in `runs`, padding left out.
+fn run_total(runs: &[std::ops::Range<usize>]) -> u64 {
+    runs.iter().map(|r| r.len() as u64).sum()
+}
+
+/// The bindings of the pass over `run` of a descriptor table (and the
+/// same run of its status table), writing `output`.
+fn run_bindings<'a>(
+    input: wgpu::BufferSlice<'a>,
+    output: wgpu::BufferSlice<'a>,
+    descs: &'a wgpu::Buffer,
+    status: &'a wgpu::Buffer,
+    run: &std::ops::Range<usize>,
+) -> PassBindings<'a> {
+    let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+    PassBindings {
+        input,
+        descs: descs.slice(run.start as u64 * desc..run.end as u64 * desc),
+        output,
+        status: status.slice(run.start as u64 * 4..run.end as u64 * 4),
     }
 }
 

@@ -26,6 +26,7 @@
 //! ```
 
 mod batch_status;
+mod batch_tables;
 mod complete;
 mod cpu_decode;
 mod dispatcher;
@@ -88,6 +89,13 @@ pub struct RuntimeConfig {
     /// stored-copy pass lays them out (0 host copies for stored blocks).
     /// `Some(true)` forces the GPU pass, `Some(false)` the CPU layout.
     pub stored_copy_on_gpu: Option<bool>,
+    /// A destination buffer receiving at least this many blocks in one GPU
+    /// batch is written directly by the decode and copy passes, bound as
+    /// their output (no scratch, no copy); fewer go through the batch's
+    /// scratch and one copy. Default 1024 (64 MiB): each such buffer takes
+    /// passes of its own, and a pass of a few blocks leaves a large GPU
+    /// idle, so a small buffer is cheaper copied. `usize::MAX` never.
+    pub direct_buffer_blocks: usize,
     /// Host memory for reads bound for CPU decode (default 64 MiB).
     pub bounce_limit: u64,
     /// Record every request, signal and submit to this file (see
@@ -108,6 +116,7 @@ impl Default for RuntimeConfig {
             gpu_decompression: true,
             verify_gpu_checksums: true,
             stored_copy_on_gpu: None,
+            direct_buffer_blocks: 1024,
             bounce_limit: 64 << 20,
             trace: None,
         }
@@ -289,13 +298,15 @@ impl Runtime {
         let wgpu_submit_ns = Arc::new(AtomicU64::new(0));
         let gpu_parts = match gpu {
             Some((device, queue)) => {
-                let caps = gpu_batch::BatchCaps::new(&device, config.staging_size, chunk);
+                let mut caps = gpu_batch::BatchCaps::new(&device, config.staging_size, chunk);
+                caps.direct_min = config.direct_buffer_blocks.max(1);
                 // A chunk's GPU outputs always fit one batch.
                 let ring = crate::staging::StagingRing::new(
                     &device,
                     config.staging_size,
                     chunk,
                     caps.output,
+                    caps.region_weight(),
                 );
                 // The decoder has a portable path for every adapter with
                 // compute shaders, and a subgroup path where the adapter has

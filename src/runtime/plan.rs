@@ -161,8 +161,11 @@ impl Part {
 
     /// Bytes of the GPU batch's output scratch the part may need: texture
     /// rows at the region's pitch, buffer bytes in whole words, each region
-    /// on a 256-byte boundary. 0 for parts that do not go to the GPU.
-    pub fn gpu_out(&self) -> u64 {
+    /// on a 256-byte boundary and counted as at least `region_min` bytes
+    /// (so a batch whose regions fit its scratch also fits its descriptor
+    /// tables: `BatchCaps::region_weight`). 0 for parts that do not go to
+    /// the GPU.
+    pub fn gpu_out(&self, region_min: u64) -> u64 {
         if self.pitched {
             return 0;
         }
@@ -174,6 +177,7 @@ impl Part {
                 Place::Buffer { .. } => ((take.end - take.start) as u64).next_multiple_of(256),
                 _ => 0,
             })
+            .map(|w| w.max(region_min))
             .sum()
     }
 }

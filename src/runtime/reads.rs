@@ -136,7 +136,8 @@ impl Reads {
         let to_staging = matches!(parts[0].class, Class::Raw | Class::GpuLz4);
         let (target, dest, run_parts) = if to_staging {
             let ring = ring.as_deref_mut().expect("GPU parts imply staging");
-            let weight = parts.iter().map(Part::gpu_out).sum();
+            let unit = ring.region_weight();
+            let weight = parts.iter().map(|p| p.gpu_out(unit)).sum();
             let Some((slot, mut w)) =
                 ring.alloc(a_len as u64, (align as u64).max(DIRECT_ALIGN), weight)
             else {
@@ -162,14 +163,16 @@ impl Reads {
                 let need = part.cpu_staged_len();
                 let out = if need > 0 {
                     let ring = ring.as_deref_mut().expect("GPU parts imply staging");
-                    match ring.alloc(need, crate::staging::STAGING_ALIGN, part.gpu_out()) {
+                    let weight = part.gpu_out(ring.region_weight());
+                    match ring.alloc(need, crate::staging::STAGING_ALIGN, weight) {
                         Some(s) => Some(s),
                         None => {
                             // Give back what this run reserved: only possible
                             // because its reservations are the latest.
                             for rp in run_parts.into_iter().rev() {
                                 if let Some((slot, _)) = rp.out {
-                                    ring.unreserve(slot, rp.part.gpu_out());
+                                    let weight = rp.part.gpu_out(ring.region_weight());
+                                    ring.unreserve(slot, weight);
                                 }
                             }
                             return Err(parts);

@@ -54,6 +54,9 @@ pub struct QueueStats {
     pub gpu_commands: u64,
     /// `copy_buffer_to_texture` commands recorded.
     pub texture_copies: u64,
+    /// Bytes the GPU's decode and copy passes wrote straight into
+    /// destination buffers (bound as their output: no scratch, no copy).
+    pub direct_buffer_bytes: u64,
     /// The most staging bytes in use at once (all queues of the runtime).
     pub staging_peak_bytes: u64,
     /// Summed request latency (submit to completion), nanoseconds.

@@ -82,6 +82,7 @@ pub(crate) struct StagingRing {
     size: u64,
     open: Option<usize>,
     weight_cap: u64,
+    region_weight: u64,
 }
 
 // SAFETY: the raw pointers point into the chunks' mappings, which live as
@@ -91,8 +92,16 @@ unsafe impl Send for StagingRing {}
 impl StagingRing {
     /// Splits `total` bytes into chunks of at most `chunk_size` (at least 2
     /// chunks, so reads can fill one while the GPU copies another). A chunk
-    /// is sealed early once the weights of its slots would pass `weight_cap`.
-    pub fn new(device: &wgpu::Device, total: u64, chunk_size: u64, weight_cap: u64) -> StagingRing {
+    /// is sealed early once the weights of its slots would pass `weight_cap`;
+    /// `region_weight` is the least weight its users count per region
+    /// written (see [`Self::region_weight`]).
+    pub fn new(
+        device: &wgpu::Device,
+        total: u64,
+        chunk_size: u64,
+        weight_cap: u64,
+        region_weight: u64,
+    ) -> StagingRing {
         let total = total.max(2 * super::STAGING_ALIGN);
         let count = total.div_ceil(chunk_size).max(2);
         let size = ((total / count) & !4095).max(4096);
@@ -122,7 +131,14 @@ impl StagingRing {
             size,
             open: None,
             weight_cap,
+            region_weight,
         }
+    }
+
+    /// The least weight a slot's user counts per output region, so that a
+    /// chunk's regions are at most `weight_cap / region_weight`.
+    pub fn region_weight(&self) -> u64 {
+        self.region_weight
     }
 
     /// The size of every chunk: the most one slot can be.

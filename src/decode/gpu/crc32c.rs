@@ -90,9 +90,9 @@ impl Crc32cPipeline {
             device,
             &input,
             &[
-                ("descriptor table", descs, desc_size),
-                ("status buffer", status, 4),
-                ("computed-checksum buffer", computed, 4),
+                ("descriptor table", descs.slice(..), desc_size),
+                ("status buffer", status.slice(..), 4),
+                ("computed-checksum buffer", computed.slice(..), 4),
             ],
             block_count,
         )?;

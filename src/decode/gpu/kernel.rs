@@ -7,6 +7,22 @@ use crate::decode::gpu::lz4_decode::Lz4EncodeError;
 use wgpu::util::DeviceExt;
 
 /// How a shader uses binding `i` of its bind group.
+/// The buffer ranges one decode or copy pass binds, each a slice of its
+/// buffer whose offset meets the device's storage-offset alignment: the
+/// bytes read, the descriptor table, the output written and the status
+/// words. Whole buffers are `buffer.slice(..)`.
+#[derive(Clone, Copy, Debug)]
+pub struct PassBindings<'a> {
+    /// The bytes the descriptors' `src_offset`s count from.
+    pub input: wgpu::BufferSlice<'a>,
+    /// The descriptor table: block `i` is its `i`th descriptor.
+    pub descs: wgpu::BufferSlice<'a>,
+    /// Where the blocks are written; `dst_offset`s count from its start.
+    pub output: wgpu::BufferSlice<'a>,
+    /// One status word per block.
+    pub status: wgpu::BufferSlice<'a>,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Access {
     /// `var<storage, read>`.
@@ -167,7 +183,7 @@ pub(crate) fn upload_table<T: bytemuck::Pod>(
 pub(crate) fn check_batch(
     device: &wgpu::Device,
     input: &wgpu::BufferSlice<'_>,
-    tables: &[(&'static str, &wgpu::Buffer, u64)],
+    tables: &[(&'static str, wgpu::BufferSlice<'_>, u64)],
     block_count: u32,
 ) -> Result<(u32, u32), Lz4EncodeError> {
     let limits = device.limits();
@@ -193,15 +209,15 @@ pub(crate) fn check_batch(
         }
     };
     check("input", input.offset(), input.size())?;
-    for &(what, buffer, bytes_per_block) in tables {
-        check(what, 0, buffer.size())?;
+    for (what, slice, bytes_per_block) in tables {
+        check(what, slice.offset(), slice.size())?;
         let needed = block_count as u64 * bytes_per_block;
-        if buffer.size() < needed {
+        if slice.size() < needed {
             return Err(Lz4EncodeError::TooSmall {
                 what,
                 blocks: block_count,
                 needed,
-                have: buffer.size(),
+                have: slice.size(),
             });
         }
     }

@@ -5,7 +5,7 @@
 //! block.
 
 use crate::decode::gpu::kernel::{
-    check_batch, slice_binding, uniform, upload_table, Access, Kernel,
+    check_batch, slice_binding, uniform, upload_table, Access, Kernel, PassBindings,
 };
 use crate::decode::{Lz4BlockDesc, Lz4Status};
 use crate::gpu::GpuContext;
@@ -373,6 +373,40 @@ impl Lz4DecodePipeline {
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), Lz4EncodeError> {
+        self.encode_in(
+            device,
+            encoder,
+            PassBindings {
+                input,
+                descs: descs.slice(..),
+                output: output.slice(..),
+                status: status.slice(..),
+            },
+            block_count,
+            timestamp_writes,
+        )
+    }
+
+    /// [`Self::encode_timed`] over ranges of buffers: the descriptor table,
+    /// output and status words of the pass are `bindings`' slices (offsets
+    /// on the device's storage-offset alignment), so one set of tables can
+    /// feed several passes, each writing its own output buffer. Descriptor
+    /// `dst_offset`s count from the output slice's start; block `i` is the
+    /// slice's `i`th descriptor and writes its `i`th status word.
+    pub fn encode_in(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        bindings: PassBindings<'_>,
+        block_count: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) -> Result<(), Lz4EncodeError> {
+        let PassBindings {
+            input,
+            descs,
+            output,
+            status,
+        } = bindings;
         if block_count == 0 {
             return Ok(());
         }
@@ -402,9 +436,9 @@ impl Lz4DecodePipeline {
             encoder,
             &[
                 slice_binding(&input),
-                descs.as_entire_binding(),
-                output.as_entire_binding(),
-                status.as_entire_binding(),
+                slice_binding(&descs),
+                slice_binding(&output),
+                slice_binding(&status),
                 params.as_entire_binding(),
             ],
             grid,

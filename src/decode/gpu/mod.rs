@@ -2,6 +2,7 @@
 //! memory into GPU buffers.
 
 pub(crate) mod kernel;
+pub use kernel::PassBindings;
 pub mod lz4_decode;
 
 pub use crate::decode::{Lz4BlockDesc, Lz4Status};

@@ -7,7 +7,7 @@
 
 use crate::decode::cpu_twin::stored_copy::WORKGROUP_SIZE;
 use crate::decode::gpu::kernel::{
-    check_batch, slice_binding, uniform, upload_table, Access, Kernel,
+    check_batch, slice_binding, uniform, upload_table, Access, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 use crate::decode::Lz4BlockDesc;
@@ -89,6 +89,37 @@ impl StoredCopyPipeline {
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), Lz4EncodeError> {
+        self.encode_in(
+            device,
+            encoder,
+            PassBindings {
+                input,
+                descs: descs.slice(..),
+                output: output.slice(..),
+                status: status.slice(..),
+            },
+            block_count,
+            timestamp_writes,
+        )
+    }
+
+    /// [`Self::encode_timed`] over ranges of buffers (see
+    /// [`crate::decode::gpu::Lz4DecodePipeline::encode_in`]): the output
+    /// slice is bound as words and as 16-byte units alike.
+    pub fn encode_in(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        bindings: PassBindings<'_>,
+        block_count: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) -> Result<(), Lz4EncodeError> {
+        let PassBindings {
+            input,
+            descs,
+            output,
+            status,
+        } = bindings;
         if block_count == 0 {
             return Ok(());
         }
@@ -109,11 +140,11 @@ impl StoredCopyPipeline {
             encoder,
             &[
                 slice_binding(&input),
-                descs.as_entire_binding(),
-                output.as_entire_binding(),
-                status.as_entire_binding(),
+                slice_binding(&descs),
+                slice_binding(&output),
+                slice_binding(&status),
                 params.as_entire_binding(),
-                output.as_entire_binding(),
+                slice_binding(&output),
             ],
             (grid_x, grid_y),
             timestamp_writes,
