@@ -211,6 +211,7 @@ fn make_pack(dir: &Path) -> std::path::PathBuf {
             codec: Codec::Lz4,
             level: 0,
             threads: 1,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -96,6 +96,7 @@ fn valid_pack_and_trace(dir: &Path) -> (Vec<u8>, Vec<u8>) {
             codec: Codec::Lz4,
             level: 0,
             threads: 1,
+            ..Default::default()
         },
     )
     .unwrap();

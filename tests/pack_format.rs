@@ -43,6 +43,7 @@ fn opts(codec: Codec) -> WriterOptions {
         codec,
         level: 3,
         threads: 2,
+        lz4_sub_block: 0,
     }
 }
 
@@ -290,6 +291,7 @@ fn same_inputs_give_the_same_bytes() {
                     codec,
                     level: 5,
                     threads,
+                    ..Default::default()
                 },
             )
             .unwrap();
@@ -531,4 +533,169 @@ fn writer_rejects_bad_input_by_name() {
     assert!(w
         .add_texture("many", TextureFormat::Bc7, 4, 4, &too_many)
         .is_err());
+}
+
+/// A pack written with 16 KiB LZ4 sub-blocks: blobs cut on words, tiles on
+/// whole rows, the packed tail on words; it reads back the same bytes as
+/// the pack without them, every block checks, and its sub-block table is
+/// held to the same damage tests as the rest of the table of contents.
+#[test]
+fn sub_blocks_round_trip_and_damage_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let blob = sample(200_003, 7);
+    let mips = mip_chain(TextureFormat::Bc7, 640, 384, 7, 8);
+    let write = |name: &str, sub: u32| {
+        let path = dir.path().join(name);
+        let mut w = PackWriter::create(
+            &path,
+            WriterOptions {
+                lz4_sub_block: sub,
+                ..opts(Codec::Lz4)
+            },
+        )
+        .unwrap();
+        w.add_blob("blob", &blob).unwrap();
+        w.add_texture("tex", TextureFormat::Bc7, 640, 384, &mips)
+            .unwrap();
+        w.finish().unwrap();
+        path
+    };
+    let whole = Pack::open(write("whole.gspk", 0)).unwrap();
+    let path = write("split.gspk", 16 << 10);
+    let split = Pack::open(&path).unwrap();
+    assert!(whole.blocks().iter().all(|b| b.sub_blocks == 0));
+    let cut: Vec<_> = (0..split.blocks().len() as u32)
+        .map(BlockId)
+        .filter(|&id| !split.sub_blocks(id).is_empty())
+        .collect();
+    assert!(
+        cut.len() >= 6,
+        "the LZ4 blocks past 16 KiB are cut: {}",
+        cut.len()
+    );
+    for &id in &cut {
+        let b = split.blocks()[id.0 as usize];
+        let subs = split.sub_blocks(id);
+        assert_eq!(subs.len(), b.sub_blocks as usize);
+        assert!(subs.iter().all(|s| s.size < 20 << 10), "{subs:?}");
+    }
+    let blob_id = split.find("blob").unwrap();
+    let tex = split.find("tex").unwrap();
+    // Every tile's sub-blocks start on its rows.
+    let mut tiles_cut = 0;
+    for mip in 0..7 {
+        let Some((tx, ty)) = split.tile_grid(tex, mip).unwrap() else {
+            continue;
+        };
+        for y in 0..ty {
+            for x in 0..tx {
+                let r = split.tile_region(tex, mip, x, y).unwrap();
+                let subs = split.sub_blocks(r.block);
+                tiles_cut += !subs.is_empty() as usize;
+                for s in subs {
+                    assert_eq!(s.offset % r.bytes_per_row, 0, "mip {mip} tile ({x},{y})");
+                }
+            }
+        }
+    }
+    assert!(tiles_cut > 0);
+    assert_eq!(split.read_blob(blob_id).unwrap(), blob);
+    assert_eq!(split.read_texture_mips(tex).unwrap(), mips);
+    assert!(split.verify(|_| ()).unwrap().is_empty());
+    // Its table of contents, damaged anywhere, is refused.
+    let bytes = std::fs::read(&path).unwrap();
+    let toc_offset =
+        u64::from_le_bytes(bytes[format::header::TOC_OFFSET..][..8].try_into().unwrap()) as usize;
+    for i in toc_offset..bytes.len() {
+        let mut b = bytes.clone();
+        b[i] ^= 0x01;
+        assert!(
+            Pack::from_bytes("flip", &b).is_err(),
+            "flipped TOC byte {i}"
+        );
+    }
+    for len in (toc_offset..bytes.len()).step_by(7) {
+        assert!(Pack::from_bytes("cut", &bytes[..len]).is_err());
+    }
+}
+
+/// Hand-made sub-block tables that break a rule are refused with the rule
+/// named, even with every checksum right.
+#[test]
+fn bad_sub_block_tables_are_refused() {
+    let data = sample(20_000, 9);
+    let (a, b) = data.split_at(10_000);
+    let (sa, sb) = (
+        Codec::Lz4.compress(a, 0).unwrap(),
+        Codec::Lz4.compress(b, 0).unwrap(),
+    );
+    let stored = [sa.clone(), sb.clone()].concat();
+    let build = |count: u8, entries: &[(u32, u32)], codec: Codec| {
+        let mut toc = Vec::new();
+        toc.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+        toc.extend_from_slice(&20_000u32.to_le_bytes());
+        toc.extend_from_slice(&crc32c::crc32c(&stored).to_le_bytes());
+        toc.extend_from_slice(&[codec.id(), count, 0, 0]);
+        let mut asset = [0u8; ASSET_ENTRY_LEN];
+        asset[4..8].copy_from_slice(&4u32.to_le_bytes());
+        asset[20..28].copy_from_slice(&20_000u64.to_le_bytes());
+        asset[32..36].copy_from_slice(&1u32.to_le_bytes());
+        toc.extend_from_slice(&asset);
+        for (s, d) in entries {
+            toc.extend_from_slice(&s.to_le_bytes());
+            toc.extend_from_slice(&d.to_le_bytes());
+        }
+        toc.extend_from_slice(b"mesh");
+        let mut file = vec![0u8; 4096];
+        file.extend_from_slice(&stored);
+        let toc_offset = file.len() as u64;
+        file.extend_from_slice(&toc);
+        let header = format::encode_header(
+            4096,
+            stored.len() as u64,
+            toc_offset,
+            toc.len() as u64,
+            1,
+            1,
+            crc32c::crc32c(&toc),
+        );
+        file[..HEADER_LEN].copy_from_slice(&header);
+        file
+    };
+    let good = [(sa.len() as u32, 10_000), (sb.len() as u32, 10_000)];
+    let pack = Pack::from_bytes("good", &build(2, &good, Codec::Lz4)).unwrap();
+    let mut out = vec![0u8; 20_000];
+    pack.check_block(BlockId(0), &stored, &mut out).unwrap();
+    assert_eq!(out, data);
+    let refused = |count: u8, entries: &[(u32, u32)], codec: Codec, want: &str| {
+        let e = Pack::from_bytes("bad", &build(count, entries, codec)).unwrap_err();
+        assert!(e.to_string().contains(want), "{e}");
+    };
+    refused(1, &good[..1], Codec::Lz4, "sub-blocks of a lz4 block");
+    refused(17, &good, Codec::Lz4, "sub-blocks");
+    refused(2, &good, Codec::Zstd, "sub-blocks of a zstd block");
+    refused(
+        2,
+        &[(sa.len() as u32, 9_998), (sb.len() as u32, 10_002)],
+        Codec::Lz4,
+        "not on a word",
+    );
+    refused(
+        2,
+        &[(sa.len() as u32, 10_000), (sb.len() as u32, 9_996)],
+        Codec::Lz4,
+        "sub-blocks hold",
+    );
+    // Lengths that add up but cut the streams in the wrong place open (the
+    // table is consistent) and fail to decode, naming the block.
+    let shifted = [(sa.len() as u32 + 1, 10_000), (sb.len() as u32 - 1, 10_000)];
+    let pack = Pack::from_bytes("shifted", &build(2, &shifted, Codec::Lz4)).unwrap();
+    let e = pack.check_block(BlockId(0), &stored, &mut out).unwrap_err();
+    assert!(matches!(e, PackError::BlockDecode { block: 0, .. }), "{e}");
+    refused(
+        2,
+        &[(0, 10_000), (stored.len() as u32, 10_000)],
+        Codec::Lz4,
+        "stores 0 bytes",
+    );
 }

@@ -218,6 +218,7 @@ fn tiles_and_packed_mips_land_where_the_pack_says() {
                 codec: Codec::Lz4,
                 level: 0,
                 threads: 1,
+                ..Default::default()
             },
         )
         .unwrap();

@@ -32,6 +32,7 @@ fn writer(path: &Path) -> PackWriter {
             codec: Codec::Lz4,
             level: 0,
             threads: 2,
+            ..Default::default()
         },
     )
     .unwrap()

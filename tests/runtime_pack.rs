@@ -59,6 +59,7 @@ fn blob_pack(codec: Codec) -> Fixture {
             codec,
             level: 3,
             threads: 1,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -569,6 +570,18 @@ fn texture_pack(
     std::path::PathBuf,
     Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>,
 ) {
+    texture_pack_with(dir, codec, 0)
+}
+
+/// [`texture_pack`] with LZ4 cut into sub-blocks of `sub_block` bytes.
+fn texture_pack_with(
+    dir: &Path,
+    codec: Codec,
+    sub_block: u32,
+) -> (
+    std::path::PathBuf,
+    Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>,
+) {
     let path = dir.join("textures.gspk");
     let mut w = PackWriter::create(
         &path,
@@ -576,6 +589,8 @@ fn texture_pack(
             codec,
             level: 3,
             threads: 1,
+            lz4_sub_block: sub_block,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -676,8 +691,30 @@ fn stream_textures(
     staging: u64,
     stored_copy_on_gpu: Option<bool>,
 ) {
+    stream_textures_with(
+        ctx,
+        codec,
+        0,
+        gpu_decompression,
+        staging,
+        stored_copy_on_gpu,
+    )
+}
+
+fn stream_textures_with(
+    ctx: &gpustream::gpu::GpuContext,
+    codec: Codec,
+    sub_block: u32,
+    gpu_decompression: bool,
+    staging: u64,
+    stored_copy_on_gpu: Option<bool>,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let (path, textures) = texture_pack(dir.path(), codec);
+    let (path, textures) = texture_pack_with(dir.path(), codec, sub_block);
+    if sub_block > 0 {
+        let pack = gpustream::pack::Pack::open(&path).unwrap();
+        assert!(pack.blocks().iter().any(|b| b.sub_blocks > 0));
+    }
     let rt = Runtime::new(
         &ctx.device,
         &ctx.queue,
@@ -853,6 +890,10 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
         stream_textures(&ctx, Codec::Lz4, false, 32 << 20, on_gpu);
         stream_textures(&ctx, Codec::Zstd, true, 4 << 20, on_gpu);
         stream_textures(&ctx, Codec::None, true, 2 << 20, on_gpu);
+        // LZ4 in 16 KiB sub-blocks: each decoded to its own rows on the
+        // GPU, and on CPU threads.
+        stream_textures_with(&ctx, Codec::Lz4, 16 << 10, true, 1 << 20, on_gpu);
+        stream_textures_with(&ctx, Codec::Lz4, 16 << 10, false, 4 << 20, on_gpu);
     }
 }
 
@@ -883,6 +924,7 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
                     codec,
                     level: 3,
                     threads: 1,
+                    ..Default::default()
                 },
             )
             .unwrap();

@@ -116,6 +116,7 @@ fn writer(path: &Path, codec: Codec) -> PackWriter {
             codec,
             level: 0,
             threads: 2,
+            ..Default::default()
         },
     )
     .unwrap()

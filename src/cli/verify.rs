@@ -101,25 +101,41 @@ fn verify_gpu(
     bar.set_message(ctx.describe());
     let mut mismatches = 0;
     for batch in ids.chunks(1024) {
+        // One GPU input per LZ4 stream: a block, or each of its sub-blocks.
         let mut inputs = Vec::new();
+        let mut spans = Vec::new();
         let mut wanted = Vec::new();
         for &i in batch {
+            let id = gpustream::pack::BlockId(i);
             let b = pack.blocks()[i as usize];
             let stored = bytes
                 .get(b.offset as usize..b.offset as usize + b.stored_size as usize)
                 .unwrap_or(&[]);
             let mut cpu = vec![0u8; b.size as usize];
             // Blocks the CPU already rejects were reported above.
-            let ok = pack
-                .check_block(gpustream::pack::BlockId(i), stored, &mut cpu)
-                .is_ok();
-            inputs.push((stored, b.size as usize));
+            let ok = pack.check_block(id, stored, &mut cpu).is_ok();
+            let from = inputs.len();
+            match pack.sub_blocks(id) {
+                [] => inputs.push((stored, b.size as usize)),
+                subs => inputs.extend(subs.iter().map(|s| {
+                    let at = s.stored_offset as usize;
+                    let part = stored.get(at..at + s.stored_len as usize).unwrap_or(&[]);
+                    (part, s.size as usize)
+                })),
+            }
+            spans.push(from..inputs.len());
             wanted.push(ok.then_some(cpu));
         }
-        let got = gpustream::decode::gpu::lz4_decode::decode_blocks_with(&ctx, &pipeline, &inputs);
-        for ((&i, want), got) in batch.iter().zip(&wanted).zip(got) {
+        let decoded =
+            gpustream::decode::gpu::lz4_decode::decode_blocks_with(&ctx, &pipeline, &inputs);
+        for ((&i, want), span) in batch.iter().zip(&wanted).zip(spans) {
             let Some(want) = want else { continue };
             let b = pack.blocks()[i as usize];
+            let got: Result<Vec<u8>, gpustream::decode::Lz4Status> =
+                decoded[span].iter().try_fold(Vec::new(), |mut all, r| {
+                    all.extend_from_slice(r.as_ref().map_err(|st| *st)?);
+                    Ok(all)
+                });
             match got {
                 Ok(out) if out == *want => {}
                 Ok(out) => {

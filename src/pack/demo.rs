@@ -187,6 +187,7 @@ pub fn build_demo_pack(
             codec: config.codec,
             level: config.level,
             threads,
+            ..Default::default()
         },
     )?;
     let bar = if progress {

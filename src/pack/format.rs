@@ -29,6 +29,15 @@ pub const KIND_BLOB: u8 = 0;
 /// See [`KIND_BLOB`].
 pub const KIND_TEXTURE: u8 = 1;
 
+/// Block entry field offsets that more than one module names.
+pub mod block {
+    /// `u8` sub-block count: 0 for one stream of the block's codec, `n` in
+    /// `2..=16` for an LZ4 block stored as `n` independent sub-blocks, whose
+    /// lengths follow the asset entries (`sub_blocks::SUB_ENTRY_LEN` bytes
+    /// each). Reserved and zero in packs written before 2026-12-02.
+    pub const SUB_BLOCKS: usize = 13;
+}
+
 /// Asset entry field offsets that more than one module names.
 pub mod asset {
     /// `u8` source kind id (`TextureSourceKind::id`; 0 = not recorded, always 0

@@ -20,6 +20,7 @@ pub mod import;
 #[cfg(feature = "tools")]
 pub mod ktx2;
 mod reader;
+pub mod sub_blocks;
 mod texture;
 mod writer;
 
@@ -36,6 +37,7 @@ mod source;
 pub use error::PackError;
 pub use reader::Pack;
 pub use source::{TextureSource, TextureSourceKind};
+pub use sub_blocks::SubBlock;
 pub use texture::{
     full_mip_count, mip_extent, PackedMip, PackedMips, TextureFormat, TileRegion, MAX_MIPS,
     MAX_TEXTURE_DIM, TILE_BYTES,
@@ -65,6 +67,9 @@ pub struct Block {
     pub checksum: u32,
     /// The asset the block belongs to.
     pub asset: AssetId,
+    /// 0 for one stream of its codec; `n >= 2` for an LZ4 block stored as
+    /// `n` independent sub-blocks ([`Pack::sub_blocks`] says where).
+    pub sub_blocks: u8,
 }
 
 impl Block {

@@ -3,6 +3,7 @@
 
 use super::format::{self, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
 use super::source::{TextureSource, TextureSourceKind};
+use super::sub_blocks::{self, SubBlock, MAX_SUB_BLOCKS, SUB_ENTRY_LEN};
 use super::texture::{full_mip_count, TextureLayout};
 use super::{
     Asset, AssetId, AssetKind, Block, BlockId, PackError, PackedMips, TextureFormat, TextureInfo,
@@ -28,6 +29,10 @@ pub struct Pack {
     layouts: Vec<Option<TextureLayout>>,
     sources: Vec<Option<TextureSource>>,
     by_name: HashMap<String, AssetId>,
+    /// Per block, its range of `sub_blocks`; both empty when no block is
+    /// split.
+    sub_index: Vec<std::ops::Range<usize>>,
+    sub_blocks: Vec<SubBlock>,
 }
 
 fn corrupt(
@@ -42,6 +47,56 @@ fn corrupt(
         offset,
         reason: reason.into(),
     }
+}
+
+/// The sub-block table (after the asset entries, at `subs_at`): each
+/// block's range of sub-blocks (empty for whole blocks), and the sub-blocks,
+/// every one checked against its block. Both empty when no block is split.
+#[allow(clippy::type_complexity)]
+fn read_sub_blocks(
+    p: &Path,
+    toc: &[u8],
+    hd: &Header,
+    subs_at: usize,
+    count: usize,
+    blocks: &[Block],
+) -> Result<(Vec<std::ops::Range<usize>>, Vec<SubBlock>), PackError> {
+    if count == 0 {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let end = subs_at + count * SUB_ENTRY_LEN;
+    if end > toc.len() {
+        return Err(corrupt(
+            p,
+            "table of contents",
+            hd.toc_offset + subs_at as u64,
+            format!(
+                "{count} sub-block entries need {end} bytes, the table of contents has {}",
+                toc.len()
+            ),
+        ));
+    }
+    let mut index = Vec::with_capacity(blocks.len());
+    let mut subs = Vec::with_capacity(count);
+    let mut at = subs_at;
+    for (i, b) in blocks.iter().enumerate() {
+        let n = b.sub_blocks as usize;
+        let entries: Vec<(u32, u32)> = (0..n)
+            .map(|k| {
+                let e = &toc[at + k * SUB_ENTRY_LEN..];
+                (format::get_u32(e, 0), format::get_u32(e, 4))
+            })
+            .collect();
+        let from = subs.len();
+        if n > 0 {
+            let parsed = sub_blocks::parse(&entries, b.stored_size, b.size)
+                .map_err(|why| corrupt(p, format!("block {i}"), hd.toc_offset + at as u64, why))?;
+            subs.extend(parsed);
+        }
+        index.push(from..subs.len());
+        at += n * SUB_ENTRY_LEN;
+    }
+    Ok((index, subs))
 }
 
 /// For messages about a block found bad before the asset table is
@@ -242,6 +297,7 @@ impl Pack {
         }
         let mut blocks = Vec::with_capacity(hd.block_count as usize);
         let mut at = hd.data_offset;
+        let mut sub_count = 0usize;
         for i in 0..hd.block_count as usize {
             let e = &toc[i * BLOCK_ENTRY_LEN..(i + 1) * BLOCK_ENTRY_LEN];
             let entry_at = hd.toc_offset + (i * BLOCK_ENTRY_LEN) as u64;
@@ -251,14 +307,26 @@ impl Pack {
             let checksum = format::get_u32(e, 8);
             let codec = Codec::from_id(e[12])
                 .map_err(|err| corrupt(p, what(), entry_at + 12, err.to_string()))?;
-            if e[13..16] != [0, 0, 0] {
+            if e[14..16] != [0, 0] {
                 return Err(corrupt(
                     p,
                     what(),
-                    entry_at + 13,
+                    entry_at + 14,
                     "reserved bytes are not zero",
                 ));
             }
+            let subs = e[format::block::SUB_BLOCKS];
+            if subs == 1 || subs as usize > MAX_SUB_BLOCKS || (subs > 0 && codec != Codec::Lz4) {
+                return Err(corrupt(
+                    p,
+                    what(),
+                    entry_at + format::block::SUB_BLOCKS as u64,
+                    format!(
+                        "{subs} sub-blocks of a {codec} block (0, or 2..={MAX_SUB_BLOCKS} for lz4)"
+                    ),
+                ));
+            }
+            sub_count += subs as usize;
             if size == 0 || size as usize > MAX_BLOCK_SIZE {
                 return Err(corrupt(
                     p,
@@ -294,6 +362,7 @@ impl Pack {
                 codec,
                 checksum,
                 asset: AssetId(u32::MAX),
+                sub_blocks: subs,
             });
             at += stored_size as u64;
         }
@@ -311,7 +380,9 @@ impl Pack {
         }
 
         let assets_at = hd.block_count as usize * BLOCK_ENTRY_LEN;
-        let names_at = assets_at + hd.asset_count as usize * ASSET_ENTRY_LEN;
+        let subs_at = assets_at + hd.asset_count as usize * ASSET_ENTRY_LEN;
+        let (sub_index, sub_blocks) = read_sub_blocks(p, &toc, &hd, subs_at, sub_count, &blocks)?;
+        let names_at = subs_at + sub_count * SUB_ENTRY_LEN;
         let names = &toc[names_at..];
         let mut assets = Vec::with_capacity(hd.asset_count as usize);
         let mut layouts = Vec::with_capacity(hd.asset_count as usize);
@@ -514,9 +585,9 @@ impl Pack {
                     }
                     for rel in 0..count {
                         let want = layout.block_size(rel);
-                        let b = &blocks[(first + rel) as usize];
+                        let bi = (first + rel) as usize;
+                        let b = &blocks[bi];
                         if b.size != want {
-                            let bi = (first + rel) as usize;
                             return Err(corrupt(
                                 p,
                                 format!("block {bi} ({what})"),
@@ -526,6 +597,22 @@ impl Pack {
                                     b.size
                                 ),
                             ));
+                        }
+                        // A tile's sub-blocks start on its rows, so a GPU
+                        // decoder writes each to rows of its own.
+                        if let (Some(row), Some(r)) = (layout.row_bytes(rel), sub_index.get(bi)) {
+                            let subs = &sub_blocks[r.clone()];
+                            if let Some(s) = subs.iter().find(|s| s.offset % row != 0) {
+                                return Err(corrupt(
+                                    p,
+                                    format!("block {bi} ({what})"),
+                                    hd.toc_offset + subs_at as u64,
+                                    format!(
+                                        "a sub-block starts at byte {} of a tile with {row}-byte rows",
+                                        s.offset
+                                    ),
+                                ));
+                            }
                         }
                     }
                     let info = TextureInfo {
@@ -591,7 +678,18 @@ impl Pack {
             layouts,
             sources,
             by_name,
+            sub_index,
+            sub_blocks,
         })
+    }
+
+    /// The independent LZ4 sub-blocks block `id` is stored as, in order;
+    /// empty for a block stored as one stream (and for an id out of range).
+    pub fn sub_blocks(&self, id: BlockId) -> &[SubBlock] {
+        match self.sub_index.get(id.0 as usize) {
+            Some(r) => &self.sub_blocks[r.clone()],
+            None => &[],
+        }
     }
 
     /// The file the pack was opened from.
@@ -794,14 +892,18 @@ impl Pack {
                 computed,
             });
         }
-        b.codec
-            .decompress_into(stored, out)
-            .map_err(|source| PackError::BlockDecode {
-                at: self.describe_block(id),
-                block: id.0,
-                offset: b.offset,
-                source,
-            })
+        let subs = self.sub_blocks(id);
+        let decoded = if subs.is_empty() {
+            b.codec.decompress_into(stored, out)
+        } else {
+            sub_blocks::decode_into(stored, subs, out)
+        };
+        decoded.map_err(|source| PackError::BlockDecode {
+            at: self.describe_block(id),
+            block: id.0,
+            offset: b.offset,
+            source,
+        })
     }
 
     /// Opens the pack's file for the helper readers below.

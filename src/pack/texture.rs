@@ -399,6 +399,14 @@ impl TextureLayout {
         }
     }
 
+    /// Bytes per row of the tile an asset-relative block holds, or `None`
+    /// for packed blocks (a byte stream) and indices past the end.
+    pub fn row_bytes(&self, rel: u32) -> Option<u32> {
+        let (mip, x, y) = self.locate(rel)?;
+        let grid = self.grids[mip as usize].as_ref()?;
+        Some(self.region(mip, grid, x, y).bytes_per_row)
+    }
+
     /// Which tiled mip and tile an asset-relative block holds, or `None`
     /// for packed blocks and indices past the end.
     pub fn locate(&self, rel: u32) -> Option<(u8, u32, u32)> {

@@ -27,6 +27,11 @@ pub struct WriterOptions {
     /// Threads compressing blocks (1 = the calling thread only). The output
     /// does not depend on it.
     pub threads: usize,
+    /// With LZ4, cut each block larger than this many decoded bytes into
+    /// independent sub-blocks of about this size (on whole tile rows, see
+    /// [`super::sub_blocks`]): more blocks for a GPU to decode side by
+    /// side. 0 (the default) keeps one LZ4 block per block.
+    pub lz4_sub_block: u32,
 }
 
 impl Default for WriterOptions {
@@ -35,6 +40,7 @@ impl Default for WriterOptions {
             codec: Codec::Lz4,
             level: 0,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            lz4_sub_block: 0,
         }
     }
 }
@@ -54,14 +60,17 @@ pub struct PackSummary {
     pub file_len: u64,
 }
 
-/// One compressed block, or why it could not be.
-type Encoded = Result<(Codec, Vec<u8>), PackError>;
+/// One compressed block (codec, stored bytes, sub-block lengths), or why
+/// it could not be.
+type Encoded = Result<(Codec, Vec<u8>, Vec<(u32, u32)>), PackError>;
 
 struct BlockEntry {
     stored_size: u32,
     size: u32,
     checksum: u32,
     codec: Codec,
+    /// (stored, decoded) length of each sub-block; empty for one stream.
+    subs: Vec<(u32, u32)>,
 }
 
 /// Writes a pack. Add assets in the order they should be read (the data
@@ -133,7 +142,7 @@ impl PackWriter {
     /// Adds a blob: `data` cut into 64 KiB blocks.
     pub fn add_blob(&mut self, name: &str, data: &[u8]) -> Result<AssetId, PackError> {
         self.check_name(name)?;
-        let chunks: Vec<&[u8]> = data.chunks(TILE_BYTES).collect();
+        let chunks: Vec<(&[u8], usize)> = data.chunks(TILE_BYTES).map(|c| (c, 4)).collect();
         let first = self.write_blocks(name, &chunks)?;
         Ok(self.push_asset(
             name,
@@ -198,7 +207,7 @@ impl PackWriter {
         for pm in &layout.packed.mips {
             packed.extend_from_slice(mips[pm.mip as usize].as_ref());
         }
-        let mut tiles: Vec<Vec<u8>> =
+        let mut tiles: Vec<(Vec<u8>, usize)> =
             Vec::with_capacity((layout.block_count - layout.packed.blocks.end) as usize);
         for (m, grid) in layout.grids.iter().enumerate().rev() {
             let Some(g) = grid else { continue };
@@ -214,12 +223,14 @@ impl PackWriter {
                         let at = (row0 + row) * mip_row + col;
                         tile.extend_from_slice(&src[at..at + r.bytes_per_row as usize]);
                     }
-                    tiles.push(tile);
+                    tiles.push((tile, r.bytes_per_row as usize));
                 }
             }
         }
-        let mut chunks: Vec<&[u8]> = packed.chunks(TILE_BYTES).collect();
-        chunks.extend(tiles.iter().map(Vec::as_slice));
+        // Sub-blocks of a tile start on its rows; of the packed stream, on
+        // words.
+        let mut chunks: Vec<(&[u8], usize)> = packed.chunks(TILE_BYTES).map(|c| (c, 4)).collect();
+        chunks.extend(tiles.iter().map(|(t, row)| (t.as_slice(), *row)));
         debug_assert_eq!(chunks.len() as u32, layout.block_count);
         let first = self.write_blocks(name, &chunks)?;
         Ok(self.push_asset(
@@ -284,9 +295,10 @@ impl PackWriter {
         AssetId(self.assets.len() as u32 - 1)
     }
 
-    /// Compresses `chunks` (in parallel when allowed) and appends them to
-    /// the data region in order; returns the index of the first.
-    fn write_blocks(&mut self, asset: &str, chunks: &[&[u8]]) -> Result<u32, PackError> {
+    /// Compresses `chunks` (bytes, and the unit their sub-blocks are cut
+    /// on) in parallel when allowed and appends them to the data region in
+    /// order; returns the index of the first.
+    fn write_blocks(&mut self, asset: &str, chunks: &[(&[u8], usize)]) -> Result<u32, PackError> {
         let first = self.blocks.len();
         if first + chunks.len() > u32::MAX as usize {
             return Err(PackError::InvalidInput {
@@ -295,22 +307,33 @@ impl PackWriter {
             });
         }
         let opts = self.opts;
-        let encode = |i: usize, src: &[u8]| -> Encoded {
+        let encode = |i: usize, (src, unit): (&[u8], usize)| -> Encoded {
             if opts.codec == Codec::None {
-                return Ok((Codec::None, src.to_vec()));
+                return Ok((Codec::None, src.to_vec(), Vec::new()));
             }
-            let stored =
-                opts.codec
-                    .compress(src, opts.level)
-                    .map_err(|source| PackError::Encode {
-                        asset: asset.to_owned(),
-                        block: (first + i) as u32,
-                        source,
-                    })?;
-            if stored.len() <= src.len() - src.len() / STORE_RAW_UNLESS_SAVES_DIVISOR {
-                Ok((opts.codec, stored))
+            let err = |source| PackError::Encode {
+                asset: asset.to_owned(),
+                block: (first + i) as u32,
+                source,
+            };
+            let lens = match (opts.codec, opts.lz4_sub_block) {
+                (Codec::Lz4, sub) if sub > 0 => {
+                    super::sub_blocks::cut(src.len(), unit, sub as usize)
+                }
+                _ => Vec::new(),
+            };
+            let (stored, subs) = if lens.len() >= 2 {
+                super::sub_blocks::compress(src, &lens).map_err(err)?
             } else {
-                Ok((Codec::None, src.to_vec()))
+                (
+                    opts.codec.compress(src, opts.level).map_err(err)?,
+                    Vec::new(),
+                )
+            };
+            if stored.len() <= src.len() - src.len() / STORE_RAW_UNLESS_SAVES_DIVISOR {
+                Ok((opts.codec, stored, subs))
+            } else {
+                Ok((Codec::None, src.to_vec(), Vec::new()))
             }
         };
         // Compress a bounded batch at a time so memory stays small for
@@ -322,7 +345,7 @@ impl PackWriter {
                 batch
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| encode(base + i, c))
+                    .map(|(i, c)| encode(base + i, *c))
                     .collect()
             } else {
                 let mut slots: Vec<Option<Encoded>> = (0..batch.len()).map(|_| None).collect();
@@ -349,8 +372,8 @@ impl PackWriter {
                     .map(|r| r.expect("every slot filled"))
                     .collect()
             };
-            for (src, r) in batch.iter().zip(results) {
-                let (codec, stored) = r?;
+            for ((src, _), r) in batch.iter().zip(results) {
+                let (codec, stored, subs) = r?;
                 let offset = format::DATA_ALIGN + self.data_len;
                 self.out.write_all(&stored).map_err(|e| {
                     PackError::io("write", &self.path, offset, stored.len() as u64, e)
@@ -360,6 +383,7 @@ impl PackWriter {
                     size: src.len() as u32,
                     checksum: crc32c::crc32c(&stored),
                     codec,
+                    subs,
                 });
                 self.data_len += stored.len() as u64;
             }
@@ -380,10 +404,15 @@ impl PackWriter {
             format::put_u32(&mut e, 4, b.size);
             format::put_u32(&mut e, 8, b.checksum);
             e[12] = b.codec.id();
+            e[format::block::SUB_BLOCKS] = b.subs.len() as u8;
             toc.extend_from_slice(&e);
         }
         for a in &self.assets {
             toc.extend_from_slice(a);
+        }
+        for (stored, size) in self.blocks.iter().flat_map(|b| &b.subs) {
+            toc.extend_from_slice(&stored.to_le_bytes());
+            toc.extend_from_slice(&size.to_le_bytes());
         }
         toc.extend_from_slice(&self.names);
         let toc_offset = format::DATA_ALIGN + self.data_len;

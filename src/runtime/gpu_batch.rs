@@ -334,10 +334,7 @@ impl GpuBatcher {
             let weight = self.ring.weight(c);
             // Descriptors the chunk's parts need (one per region: a
             // packed-mips part has several), which bound the tables.
-            let n: u64 = self.staged[c]
-                .iter()
-                .map(|s| s.part.outputs().count() as u64)
-                .sum();
+            let n: u64 = self.staged[c].iter().map(|s| s.part.descs()).sum();
             let fits = |o: &Open| {
                 o.input_used + used <= self.caps.input
                     && o.out_need + weight <= self.caps.output
@@ -518,9 +515,34 @@ impl GpuBatcher {
                         at.dst_offset + ((take.end - take.start) & !3) as u64,
                     ));
                 }
-                let desc = if lz4 {
-                    Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size)
-                } else {
+                if lz4 {
+                    // One descriptor per LZ4 stream: the block, or each of
+                    // its sub-blocks, which start on rows of a tile (the
+                    // reader checks), so each lands on rows of its own.
+                    let subs = match &e.part.block.data {
+                        BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
+                        BlockData::Memory(..) => &[],
+                    };
+                    if subs.is_empty() {
+                        let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
+                        tables.push(target, true, d.with_rows(row_bytes, row_pitch));
+                    }
+                    for sb in subs {
+                        let out = match row_bytes {
+                            0 => sb.offset,
+                            rb => sb.offset / rb * row_pitch,
+                        };
+                        let d = Lz4BlockDesc::linear(
+                            src + sb.stored_offset,
+                            sb.stored_len,
+                            dst + out,
+                            sb.size,
+                        );
+                        tables.push(target, true, d.with_rows(row_bytes, row_pitch));
+                    }
+                    continue;
+                }
+                let desc = {
                     // Stored or CPU-decoded bytes: a piece is its own range
                     // of the block, copied by its own descriptor.
                     let size = match place {
@@ -529,7 +551,7 @@ impl GpuBatcher {
                     };
                     Lz4BlockDesc::linear(src + take.start, size, dst, size)
                 };
-                tables.push(target, lz4, desc.with_rows(row_bytes, row_pitch));
+                tables.push(target, false, desc.with_rows(row_bytes, row_pitch));
             }
             let slot = LocalSlot {
                 table: if lz4 { table::LZ4 } else { table::STORED },

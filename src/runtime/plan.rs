@@ -30,6 +30,9 @@ pub(crate) struct BlockSrc {
     pub stored: u32,
     pub size: u32,
     pub codec: Codec,
+    /// Independent LZ4 sub-blocks the block is stored as (0: one stream;
+    /// `Pack::sub_blocks` says where they lie).
+    pub sub_blocks: u8,
 }
 
 impl BlockSrc {
@@ -136,6 +139,19 @@ impl Part {
             .chain(pieces.iter().map(|p| (p.take.clone(), &p.place)))
     }
 
+    /// Descriptors the part takes in a GPU batch: one per region, times
+    /// its sub-blocks for an LZ4 block the GPU decodes in sub-blocks.
+    pub fn descs(&self) -> u64 {
+        self.outputs().count() as u64 * self.descs_per_region()
+    }
+
+    fn descs_per_region(&self) -> u64 {
+        match self.class {
+            Class::GpuLz4 => (self.block.sub_blocks as u64).max(1),
+            _ => 1,
+        }
+    }
+
     /// Bytes of staging a CPU part bound for the GPU writes, padded to
     /// whole words; 0 for other parts. Tightly packed, its slice (for
     /// pieces, the whole decoded block, which the GPU's stored-copy pass
@@ -177,7 +193,7 @@ impl Part {
                 Place::Buffer { .. } => ((take.end - take.start) as u64).next_multiple_of(256),
                 _ => 0,
             })
-            .map(|w| w.max(region_min))
+            .map(|w| w.max(region_min * self.descs_per_region()))
             .sum()
     }
 }
@@ -365,6 +381,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     stored: b.stored_size,
                     size: b.size,
                     codec: b.codec,
+                    sub_blocks: b.sub_blocks,
                 };
                 let whole = lo == 0 && hi == b.size as u64;
                 let class = classify(rt, &block, &place, whole);
@@ -450,6 +467,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 stored: b.stored_size,
                 size: b.size,
                 codec: b.codec,
+                sub_blocks: b.sub_blocks,
             };
             let class = classify(rt, &block, &place, true);
             parts.push(Part {
@@ -483,6 +501,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     stored: b.stored_size,
                     size: b.size,
                     codec: b.codec,
+                    sub_blocks: b.sub_blocks,
                 };
                 blocks.push((stream, block));
                 stream += b.size as u64;
@@ -615,6 +634,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 stored: data.len() as u32,
                 size,
                 codec: *codec,
+                sub_blocks: 0,
             };
             let place = match &req.destination {
                 Destination::Texture {

@@ -224,6 +224,18 @@ fn worker<'a, 'p, 'm>(
                 return Err(fail(format!("checksum mismatch at offset {}", b.offset)));
             }
             let got = match b.codec {
+                Codec::Lz4 if b.sub_blocks > 0 => {
+                    // A block in independent sub-blocks: each decoded into
+                    // its range, as a hand-written loop over such a pack would.
+                    let mut n = 0;
+                    for s in pack.sub_blocks(job.id) {
+                        let src = &stored[s.stored_offset as usize..][..s.stored_len as usize];
+                        let dst = &mut job.dst[s.offset as usize..][..s.size as usize];
+                        n += lz4_flex::block::decompress_into(src, dst)
+                            .map_err(|e| fail(e.to_string()))?;
+                    }
+                    n
+                }
                 Codec::Lz4 => lz4_flex::block::decompress_into(stored, job.dst)
                     .map_err(|e| fail(e.to_string()))?,
                 Codec::Zstd => {

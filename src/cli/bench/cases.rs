@@ -12,14 +12,16 @@ use gpustream::runtime::{Destination, PackFile, Request, Source};
 
 use super::BoxError;
 
-/// The pack for a case: the source pack re-encoded with the case's codec,
+/// The pack for a case: the source pack re-encoded with the case's codec
+/// (and, when `sub_block` is not 0, LZ4 in sub-blocks of that many bytes),
 /// cached beside it.
-pub(super) fn variant(src: &Path, codec: Codec) -> Result<PathBuf, BoxError> {
+pub(super) fn variant(src: &Path, codec: Codec, sub_block: u32) -> Result<PathBuf, BoxError> {
     let pack = Pack::open(src)?;
+    let split = |b: &gpustream::pack::Block| b.sub_blocks > 0;
     if pack
         .blocks()
         .iter()
-        .all(|b| b.codec == codec || b.codec == Codec::None)
+        .all(|b| (b.codec == codec && split(b) == (sub_block > 0)) || b.codec == Codec::None)
         && codec != Codec::None
     {
         return Ok(src.to_path_buf());
@@ -27,7 +29,11 @@ pub(super) fn variant(src: &Path, codec: Codec) -> Result<PathBuf, BoxError> {
     let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("pack");
     let dir = Path::new("target").join("gpustream-bench");
     std::fs::create_dir_all(&dir)?;
-    let out = dir.join(format!("{stem}.{}.gspk", codec.name()));
+    let name = match sub_block {
+        0 => codec.name().to_string(),
+        n => format!("{}-sub{}k", codec.name(), n >> 10),
+    };
+    let out = dir.join(format!("{stem}.{name}.gspk"));
     let src_meta = std::fs::metadata(src)?;
     if let Ok(m) = std::fs::metadata(&out) {
         if m.modified()? >= src_meta.modified()? && Pack::open(&out).is_ok() {
@@ -48,6 +54,7 @@ pub(super) fn variant(src: &Path, codec: Codec) -> Result<PathBuf, BoxError> {
         WriterOptions {
             codec,
             level,
+            lz4_sub_block: sub_block,
             ..Default::default()
         },
     )?;

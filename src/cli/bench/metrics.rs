@@ -214,7 +214,7 @@ pub(super) fn targets(
     };
     let mut t = Vec::new();
     match case {
-        "gpu-lz4" if setting.noop => {
+        "gpu-lz4" | "gpu-lz4-sub" if setting.noop => {
             t.push(at_most("CPU s/GB", 0.35, h.cpu_s_per_gb));
             t.push(at_most(
                 "submit own CPU s/GB",
