@@ -14,7 +14,11 @@
 //!   procedural variation, plus mesh and scene blobs;
 //! - `bc7`: the BC7 texture blocks of that pack only;
 //! - `binary`: generated mixed binaries near ratio 2 (random 64-byte chunks
-//!   and edited copies of earlier chunks), every block distinct.
+//!   and edited copies of earlier chunks), every block distinct;
+//! - `demo-16k`: the `demo` blocks cut into independent 16 KiB LZ4 blocks,
+//!   as the packer's sub-block option stores them (`gpustream pack
+//!   --sub-block-kib 16`): four blocks for each of `demo`'s, so a batch of
+//!   N of them holds the bytes of N / 4 `demo` blocks.
 //!
 //! A batch bigger than a corpus is skipped (blocks are never reused), and so
 //! is one whose output exceeds the device's storage-binding limit.
@@ -23,7 +27,7 @@
 //! - `--paths subgroup-v2,portable-v2,subgroup-v2-wide,portable-v2-wide,subgroup,portable`
 //!   (default: every variant the device runs; `-wide`: v2 with 16-byte stores)
 //! - `--batches 64,256,1024` (default 1024,2048,4096,8192,16384)
-//! - `--corpora demo,bc7,binary` (default all three)
+//! - `--corpora demo,bc7,binary,demo-16k` (default all four)
 //! - `--runs N` timed runs per batch, median reported (default 5)
 //! - `--demo-size 256MiB` uncompressed size of the demo pack (default 1.5x
 //!   the biggest batch, as about a quarter of its blocks are stored raw), `--demo-pack PATH` where it is built or reused
@@ -148,8 +152,8 @@ fn pack_blocks(pack: &Pack, limit: usize) -> Vec<(bool, Codec, Vec<u8>, Vec<u8>)
 /// The demo pack's LZ4 blocks as the packer stored them, and the BC7
 /// texture blocks compressed with LZ4 whether or not the packer kept them
 /// raw (most BC7 tiles save less than the packer's 1/16 rule asks).
-fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus) {
-    let (mut demo, mut bc7) = (Vec::new(), Vec::new());
+fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus, Corpus) {
+    let (mut demo, mut bc7, mut sub) = (Vec::new(), Vec::new(), Vec::new());
     for (is_bc7, codec, data, stored) in pack_blocks(pack, limit) {
         if is_bc7 && bc7.len() < limit {
             let packed = if codec == Codec::Lz4 {
@@ -159,10 +163,16 @@ fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus) {
             };
             bc7.push((data.clone(), packed));
         }
+        if codec == Codec::Lz4 && sub.len() < limit {
+            for piece in data.chunks(16 << 10) {
+                sub.push((piece.to_vec(), lz4_flex::block::compress(piece)));
+            }
+        }
         if codec == Codec::Lz4 && demo.len() < limit {
             demo.push((data, stored));
         }
     }
+    sub.truncate(limit);
     (
         Corpus {
             name: "demo",
@@ -171,6 +181,10 @@ fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus) {
         Corpus {
             name: "bc7",
             blocks: bc7,
+        },
+        Corpus {
+            name: "demo-16k",
+            blocks: sub,
         },
     )
 }
@@ -327,7 +341,12 @@ fn options() -> Options {
         batches: env("GPUSTREAM_BENCH_BATCHES")
             .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect())
             .unwrap_or_else(|| vec![1024, 2048, 4096, 8192, 16384]),
-        corpora: vec!["demo".into(), "bc7".into(), "binary".into()],
+        corpora: vec![
+            "demo".into(),
+            "bc7".into(),
+            "binary".into(),
+            "demo-16k".into(),
+        ],
         runs: env("GPUSTREAM_BENCH_RUNS")
             .and_then(|v| v.parse().ok())
             .unwrap_or(5),
@@ -453,14 +472,18 @@ fn main() {
     );
 
     let mut corpora = Vec::new();
-    if opts.corpora.iter().any(|c| c == "demo" || c == "bc7") {
+    if opts
+        .corpora
+        .iter()
+        .any(|c| c == "demo" || c == "bc7" || c == "demo-16k")
+    {
         let pack = demo_pack(
             &opts.demo_pack,
             opts.demo_size
                 .unwrap_or(biggest as u64 * BLOCK as u64 * 3 / 2),
         );
-        let (demo, bc7) = pack_corpora(&pack, biggest);
-        for c in [demo, bc7] {
+        let (demo, bc7, sub) = pack_corpora(&pack, biggest);
+        for c in [demo, bc7, sub] {
             if opts.corpora.iter().any(|n| n == c.name) {
                 corpora.push(c);
             }

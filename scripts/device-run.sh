@@ -13,10 +13,12 @@
 # (default target/device-out):
 #   1. staging-memory.json   which Vulkan memory type staging buffers land in
 #                            (examples/staging_memory_probe.rs)
-#   2. gpu_lz4.json          the decoder bench, every variant, 1k-16k blocks
-#                            of the demo pack, its BC7 tiles, mixed binaries
-#   3. bench-verify.json     gpustream bench --buffered, gpu-lz4/cpu-lz4/none,
-#      bench-noverify.json   staging 64/256/1024 MiB, checksums on and off
+#   2. gpu_lz4.json          the decoder bench, every variant, 1k, 4k and 16k
+#                            blocks of the demo pack, its BC7 tiles, mixed
+#                            binaries and the demo pack in 16 KiB sub-blocks
+#   3. bench-verify.json     gpustream bench --buffered, gpu-lz4 (and on the
+#      bench-noverify.json   16 KiB sub-block pack, gpu-lz4-sub), cpu-lz4,
+#                            none, staging 64/256/1024 MiB, checksums on, off
 #   4. vt-bench.json         the virtual-texturing --benchmark summary
 #   steps.json               each step's command, exit status and seconds
 # and prints a short table last. Logs of every step sit beside the JSON.
@@ -87,15 +89,17 @@ if [ "$quick" = 1 ]; then
     limits=(60 240 120 120 120)
 else
     # Every variant (six with subgroups: v2 with word and with 16-byte
-    # stores, v1), three timed runs per batch (five when there were four
-    # variants), so the step's time stays what it was.
-    lz4_args=(--batches 1024,2048,4096,8192,16384 --runs 3 --demo-size 1536MiB)
+    # stores, v1), four corpora (the 16 KiB sub-block one since
+    # 2026-12-02), three batch sizes from 1k to 16k blocks and three timed
+    # runs each, so the step's time stays what it was.
+    lz4_args=(--batches 1024,4096,16384 --runs 3 --demo-size 1536MiB)
     bench_args=(--staging 64,256,1024 --demo-mib 1024)
     vt_args=()
     probe_sizes=64,256,1024
-    # Seconds per step: probe, decoder bench, bench x2, VT (sum 450 s;
-    # the first bench run builds its 1 GiB demo pack).
-    limits=(30 190 100 70 60)
+    # Seconds per step: probe, decoder bench, bench x2, VT (sum 460 s;
+    # the first bench run builds its 1 GiB demo pack and the none and
+    # sub-block variants of it).
+    limits=(30 170 120 80 60)
 fi
 
 json_str() {
@@ -122,7 +126,7 @@ step() {
 
 step staging-memory "${limits[0]}" "$(example staging_memory_probe)" "$probe_sizes" --json "$OUT/staging-memory.json"
 step gpu_lz4 "${limits[1]}" "$lz4bench" "${lz4_args[@]}" --demo-pack "$work/demo-lz4.gspk" --json "$OUT/gpu_lz4.json"
-bench=("$bin/gpustream" bench --buffered --cases gpu-lz4,cpu-lz4,none "${bench_args[@]}")
+bench=("$bin/gpustream" bench --buffered --cases gpu-lz4,gpu-lz4-sub,cpu-lz4,none "${bench_args[@]}")
 step bench-verify "${limits[2]}" "${bench[@]}" --json "$OUT/bench-verify.json"
 if "$bin/gpustream" bench --help 2>/dev/null | grep -q -- --no-verify; then
     step bench-noverify "${limits[3]}" "${bench[@]}" --no-verify --json "$OUT/bench-noverify.json"
@@ -160,7 +164,7 @@ grep '^staging' "$OUT/staging-memory.log" || tail -n 3 "$OUT/staging-memory.log"
 echo
 echo "## decoder (gpu_lz4), largest batch per corpus and variant"
 grep '^| corpus\|^| ---' "$OUT/gpu_lz4.log" | head -2
-for c in demo bc7 binary; do
+for c in demo bc7 binary demo-16k; do
     last=$(awk -F'|' -v c=" $c " '$2 == c && $3 != " - " {print $5 + 0}' "$OUT/gpu_lz4.log" | sort -n | tail -1)
     [ -n "$last" ] && awk -F'|' -v c=" $c " -v n="$last" '$2 == c && $3 != " - " && $5 + 0 == n' "$OUT/gpu_lz4.log"
 done
