@@ -12,7 +12,7 @@ use std::time::Duration;
 use gpustream::codec::Codec;
 use gpustream::completion::{Fence, StatusArray, StatusEntry};
 use gpustream::destinations::HostMemory;
-use gpustream::io::{BackendKind, FaultConfig, IoConfig};
+use gpustream::io::{BackendKind, FaultConfig, IoConfig, OpenMode};
 use gpustream::pack::{AssetId, PackError, PackWriter, TextureFormat, WriterOptions};
 use gpustream::runtime::{
     CompressionSupport, Destination, QueueConfig, Request, RequestError, Runtime, RuntimeConfig,
@@ -75,9 +75,17 @@ fn blob_pack(codec: Codec) -> Fixture {
 }
 
 fn cpu_runtime(io: IoConfig) -> Runtime {
+    cpu_runtime_opening(io, OpenMode::Auto)
+}
+
+/// A CPU-only runtime whose packs open with `open_mode`: `Buffered` packs
+/// are read by the CPU threads that decode them, `Auto` ones (O_DIRECT
+/// where the filesystem allows) through the I/O engine.
+fn cpu_runtime_opening(io: IoConfig, open_mode: OpenMode) -> Runtime {
     Runtime::without_gpu(RuntimeConfig {
         io,
         cpu_threads: 2,
+        open_mode,
         ..Default::default()
     })
     .unwrap()
@@ -87,12 +95,17 @@ fn cpu_runtime(io: IoConfig) -> Runtime {
 fn blobs_round_trip_whole_and_by_range_for_every_codec() {
     for codec in Codec::ALL {
         let fx = blob_pack(codec);
-        for backend in [BackendKind::IoUring, BackendKind::Threads] {
+        for (backend, open_mode) in [
+            (BackendKind::IoUring, OpenMode::Auto),
+            (BackendKind::Threads, OpenMode::Auto),
+            (BackendKind::Threads, OpenMode::Buffered),
+        ] {
             let rt = match Runtime::without_gpu(RuntimeConfig {
                 io: IoConfig {
                     backend,
                     ..Default::default()
                 },
+                open_mode,
                 ..Default::default()
             }) {
                 Ok(rt) => rt,
@@ -146,13 +159,17 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
             q.submit();
             assert!(
                 f.wait_timeout(1, Duration::from_secs(60)),
-                "{codec} {backend:?}"
+                "{codec} {backend:?} {open_mode:?}"
             );
-            assert_eq!(q.error_record().failure_count, 0, "{codec} {backend:?}");
+            assert_eq!(
+                q.error_record().failure_count,
+                0,
+                "{codec} {backend:?} {open_mode:?}"
+            );
             for (mem, want) in checks {
                 assert!(
                     mem.to_vec().unwrap() == want,
-                    "{codec} {backend:?}: {} bytes differ",
+                    "{codec} {backend:?} {open_mode:?}: {} bytes differ",
                     want.len()
                 );
             }
@@ -234,6 +251,12 @@ fn pack_source_problems_are_typed_errors_from_enqueue() {
 
 #[test]
 fn a_corrupt_block_fails_only_its_own_request() {
+    for open_mode in [OpenMode::Auto, OpenMode::Buffered] {
+        corrupt_block_fails_only_its_own_request(open_mode);
+    }
+}
+
+fn corrupt_block_fails_only_its_own_request(open_mode: OpenMode) {
     let fx = blob_pack(Codec::Lz4);
     let pack = gpustream::pack::Pack::open(&fx.path).unwrap();
     let victim = pack.find("blob5").unwrap();
@@ -242,7 +265,7 @@ fn a_corrupt_block_fails_only_its_own_request() {
     bytes[b.offset as usize + 10] ^= 0x40;
     std::fs::write(&fx.path, &bytes).unwrap();
 
-    let rt = cpu_runtime(IoConfig::default());
+    let rt = cpu_runtime_opening(IoConfig::default(), open_mode);
     let pf = rt.open_pack(&fx.path).unwrap();
     let q = rt.create_queue(QueueConfig::default());
     let s = StatusArray::new(fx.blobs.len());
@@ -273,7 +296,7 @@ fn a_corrupt_block_fails_only_its_own_request() {
         match s.wait(i) {
             StatusEntry::Ok => {
                 assert_ne!(name, "blob5");
-                assert!(mems[i].to_vec().unwrap() == *data, "{name}");
+                assert!(mems[i].to_vec().unwrap() == *data, "{name} {open_mode:?}");
             }
             StatusEntry::Failed(f) => {
                 assert_eq!(name, "blob5");
@@ -291,8 +314,14 @@ fn a_corrupt_block_fails_only_its_own_request() {
 
 #[test]
 fn a_pack_truncated_after_open_fails_the_missing_blocks() {
+    for open_mode in [OpenMode::Auto, OpenMode::Buffered] {
+        truncated_pack_fails_the_missing_blocks(open_mode);
+    }
+}
+
+fn truncated_pack_fails_the_missing_blocks(open_mode: OpenMode) {
     let fx = blob_pack(Codec::Lz4);
-    let rt = cpu_runtime(IoConfig::default());
+    let rt = cpu_runtime_opening(IoConfig::default(), open_mode);
     let pf = rt.open_pack(&fx.path).unwrap();
     // Cut the file in the middle of the last blob.
     let len = std::fs::metadata(&fx.path).unwrap().len();
@@ -338,8 +367,23 @@ fn a_pack_truncated_after_open_fails_the_missing_blocks() {
     q.submit();
     assert!(f.wait_timeout(1, Duration::from_secs(60)));
     let rec = q.error_record();
-    assert_eq!(rec.failure_count, 1);
-    assert!(ok.to_vec().unwrap() == fx.blobs[2].1);
+    assert_eq!(rec.failure_count, 1, "{open_mode:?}");
+    let first = rec.first_failure.expect("the failure is recorded");
+    let msg = first.error.to_string();
+    // The first block past the cut reads short (or not at all) and the
+    // error says which file and where.
+    assert!(
+        matches!(
+            &*first.error,
+            RequestError::ShortRead { .. } | RequestError::Pack(_)
+        ),
+        "{open_mode:?}: {msg}"
+    );
+    assert!(
+        msg.contains(&fx.path.display().to_string()) || msg.contains("blob6"),
+        "{open_mode:?}: the error names the pack or asset: {msg}"
+    );
+    assert!(ok.to_vec().unwrap() == fx.blobs[2].1, "{open_mode:?}");
 }
 
 /// The fault-injection sweep: random request mixes over seeded faults

@@ -248,6 +248,60 @@ impl IoFile {
         }
     }
 
+    /// Reads up to `buf.len()` bytes at `offset` of a file opened through
+    /// the page cache, on the calling thread; returns the bytes read (fewer
+    /// only where the file ends), after retrying EINTR and continuing short
+    /// reads as the engine's workers do. For a CPU thread that decodes what
+    /// it reads at once: the kernel's copy is the same work a pool thread
+    /// would do, and on the decoding thread the bytes are still in its cache.
+    /// Errors name the file, offset and length; a file opened for direct
+    /// I/O is refused (its reads go through the engine).
+    pub fn read_cached(&self, offset: u64, buf: &mut [u8]) -> Result<usize, IoError> {
+        use std::os::unix::fs::FileExt;
+        let len = buf.len();
+        let err = |done: usize, source| IoError::Read {
+            path: self.inner.path.clone(),
+            offset,
+            len,
+            done,
+            source,
+        };
+        if self.inner.direct {
+            return Err(err(
+                0,
+                std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "a file opened for direct I/O is read through the engine",
+                ),
+            ));
+        }
+        let mut done = 0;
+        let mut interrupts = 0u32;
+        while done < len {
+            match self
+                .inner
+                .file
+                .read_at(&mut buf[done..], offset + done as u64)
+            {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    interrupts += 1;
+                    if interrupts > super::worker::MAX_RETRIES {
+                        return Err(IoError::RetriesExhausted {
+                            path: self.inner.path.clone(),
+                            offset,
+                            len,
+                            attempts: interrupts,
+                        });
+                    }
+                }
+                Err(e) => return Err(err(done, e)),
+            }
+        }
+        Ok(done)
+    }
+
     /// Called when a direct read was refused with EINVAL after open.
     pub(crate) fn refuse_direct(&self) {
         if !self.inner.direct_refused.swap(true, Ordering::Relaxed) {

@@ -4,8 +4,13 @@
 
 use crossbeam::channel::{Receiver, Sender};
 
-use super::job::JobCtl;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::job::{JobCtl, JobHot};
 use super::plan::{BlockData, Part, Place};
+use super::reads::RunPart;
+use super::PackFile;
 use super::RequestError;
 use crate::codec::MAX_BLOCK_SIZE;
 use crate::destinations::HostClaim;
@@ -58,6 +63,105 @@ impl Drop for Pool {
 
 thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; MAX_BLOCK_SIZE]);
+    /// Where a thread reads the runs it reads itself: kept, so the pages
+    /// stay mapped and the bytes it reads land in memory it just used.
+    static READ_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// How one part of a run read by its CPU thread ended.
+pub(crate) struct RunPartDone {
+    pub part: Part,
+    /// The staging slot it wrote (chunk, offset, bytes).
+    pub staged: Option<(usize, u64, u32)>,
+    pub result: Result<(), RequestError>,
+    pub nanos: u64,
+    pub copied: u64,
+    /// Where this part read its block: bytes read and nanoseconds reading
+    /// (`None`: the previous part read the same block).
+    pub read: Option<(u64, u64)>,
+    /// On the run's last part.
+    pub last: bool,
+}
+
+/// Reads a run of CPU parts of a file opened through the page cache on
+/// this thread, then checks and decodes each part straight into its final
+/// place, reporting each through `report` (the run's last part last).
+/// `jobs[i]` is part `i`'s job (`None`: it ended meanwhile).
+///
+/// Each block is read on its own, just before it is checked and decoded,
+/// as a hand-written loop reads: the block's bytes (at most 64 KiB) are
+/// still in this core's cache when crc32c and the decoder go over them,
+/// where a whole run read first (up to `max_read`, 1 MiB) would have left
+/// the cache by the time its last blocks are decoded. A block that several
+/// parts of the run share is read once.
+pub(crate) fn read_and_decode(
+    pf: &PackFile,
+    parts: Vec<RunPart>,
+    jobs: Vec<Option<Arc<JobHot>>>,
+    mut report: impl FnMut(RunPartDone),
+) {
+    READ_BUF.with(|b| {
+        let mut buf = b.borrow_mut();
+        // The block in `buf`, and how its read went (bytes in, or why not).
+        let mut held: Option<(u64, u32, Result<usize, crate::io::IoError>)> = None;
+        let n = parts.len();
+        for (i, (RunPart { part, out }, job)) in parts.into_iter().zip(jobs).enumerate() {
+            let t = Instant::now();
+            let (offset, stored) = (part.block.offset, part.block.stored);
+            let (slot, writer) = match out {
+                Some((s, w)) => (Some(s), Some(w)),
+                None => (None, None),
+            };
+            let mut read = None;
+            if job.is_some() && !matches!(&held, Some((o, l, _)) if *o == offset && *l == stored) {
+                let len = stored as usize;
+                if buf.len() < len {
+                    buf.resize(len.max(MAX_BLOCK_SIZE), 0);
+                }
+                let got = pf.file.read_cached(offset, &mut buf[..len]);
+                read = Some((
+                    *got.as_ref().unwrap_or(&0) as u64,
+                    t.elapsed().as_nanos() as u64,
+                ));
+                held = Some((offset, stored, got));
+            }
+            let (result, copied) = match (&held, &job) {
+                (_, None) | (None, _) => (Err(RequestError::Cancelled), 0),
+                (Some((_, _, Err(e))), _) => (
+                    Err(RequestError::Io(Arc::new(
+                        e.for_range(offset, stored as usize),
+                    ))),
+                    0,
+                ),
+                (Some((_, _, Ok(got))), _) if *got < stored as usize => (
+                    Err(RequestError::ShortRead {
+                        file: pf.path().to_path_buf(),
+                        block: part.block.describe(),
+                        offset,
+                        needed: stored as u64,
+                        got: *got as u64,
+                    }),
+                    0,
+                ),
+                (Some(_), Some(j)) => decode_part(
+                    &part,
+                    &buf[..stored as usize],
+                    &j.ctl,
+                    j.claim.as_ref(),
+                    writer,
+                ),
+            };
+            report(RunPartDone {
+                staged: slot.map(|s| (s.chunk, s.offset, part.cpu_staged_len() as u32)),
+                part,
+                result,
+                nanos: t.elapsed().as_nanos() as u64,
+                copied,
+                read,
+                last: i + 1 == n,
+            });
+        }
+    });
 }
 
 /// Checks and decodes one block into `out` (its declared size).

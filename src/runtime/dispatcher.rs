@@ -41,6 +41,10 @@ struct CpuDone {
     part: Part,
     /// The bounce run it read from.
     run: Option<u64>,
+    /// For a run the CPU thread read itself: on its first part the bytes
+    /// read and the read's nanoseconds, and on its last that the run is
+    /// done.
+    cached: Option<CachedRead>,
     /// The staging slot it wrote (chunk, offset, bytes).
     staged: Option<(usize, u64, u32)>,
     result: Result<(), RequestError>,
@@ -48,13 +52,22 @@ struct CpuDone {
     copied: u64,
 }
 
+/// What a CPU thread that read its run itself reports with a part.
+#[derive(Clone, Copy, Default)]
+struct CachedRead {
+    read: Option<(u64, u64)>,
+    last: bool,
+}
+
 pub(crate) struct Dispatcher {
     rt: Arc<RuntimeShared>,
     cmds: Receiver<Cmd>,
     io_rx: Receiver<ReadCompletion>,
     io_tx: Sender<ReadCompletion>,
-    cpu_rx: Receiver<CpuDone>,
-    cpu_tx: Sender<CpuDone>,
+    /// CPU threads report finished parts, a run's worth at a time where
+    /// they read the run themselves (one wake-up of this thread per run).
+    cpu_rx: Receiver<Vec<CpuDone>>,
+    cpu_tx: Sender<Vec<CpuDone>>,
     gpu_rx: Receiver<GpuEvent>,
     pool: cpu_decode::Pool,
     jobs: JobTable,
@@ -103,7 +116,7 @@ impl Dispatcher {
             Some((g, rx)) => (Some(g), rx),
             None => (None, crossbeam::channel::never()),
         };
-        let reads = Reads::new(rt.config.io.max_read, bounce_limit);
+        let reads = Reads::new(rt.config.io.max_read, bounce_limit, cpu_threads);
         let staging_peak = Arc::new(AtomicU64::new(0));
         let (back_tx, from_complete) = crossbeam::channel::unbounded();
         let (to_complete, inbox) = wiring.to_complete;
@@ -181,7 +194,7 @@ impl Dispatcher {
                     Ok(Cmd::Shutdown) | Err(_) => self.shutting_down = true,
                 },
                 recv(self.io_rx) -> c => if let Ok(c) = c { self.on_read(c) },
-                recv(self.cpu_rx) -> d => if let Ok(d) = d { self.on_cpu_done(d) },
+                recv(self.cpu_rx) -> d => if let Ok(d) = d { d.into_iter().for_each(|d| self.on_cpu_done(d)) },
                 recv(self.gpu_rx) -> e => if let Ok(e) = e { self.on_gpu(e) },
                 recv(self.from_complete) -> m => if let Ok(m) = m { self.on_completion(m) },
             }
@@ -192,7 +205,7 @@ impl Dispatcher {
                 self.on_read(c);
             }
             while let Ok(d) = self.cpu_rx.try_recv() {
-                self.on_cpu_done(d);
+                d.into_iter().for_each(|d| self.on_cpu_done(d));
             }
             while let Ok(e) = self.gpu_rx.try_recv() {
                 self.on_gpu(e);
@@ -275,7 +288,24 @@ impl Dispatcher {
         // cancelled where its destination would be written.
         let epoch = self.rt.cancels.load(Ordering::SeqCst);
         let check = epoch != self.cancels_seen;
+        // Parts that CPU threads read for themselves are taken only as far
+        // as the free read slots can use them (a run is at most `max_read`
+        // bytes): taking more, only to coalesce them and put them back, was
+        // most of this thread's work on `cpu-lz4` (issue #10).
+        let max_read = self.rt.config.io.max_read.max(1) as u64;
+        let mut cached_budget = self.reads.cached_free() as u64 * max_read;
+        let mut cached_taken = false;
         while batch.len() < cap {
+            if let Some(p) = self.schedule.peek() {
+                if !to_staging(p) && self.reads_cached(p) {
+                    let b = p.block.stored as u64;
+                    if cached_budget == 0 || (b > cached_budget && cached_taken) {
+                        break;
+                    }
+                    cached_budget = cached_budget.saturating_sub(b);
+                    cached_taken = true;
+                }
+            }
             let Some(part) = self.schedule.next() else {
                 break;
             };
@@ -349,6 +379,25 @@ impl Dispatcher {
                         .for_each(|p| self.part_done(p.job, Err(RequestError::Cancelled)));
                     continue;
                 };
+                // A run a CPU thread decodes, of a file read through the
+                // page cache, is read by that thread (as a hand-written loop
+                // reads): no pool thread, no bounce buffer, and the bytes
+                // are still in its cache when it checks and decodes them.
+                // Injected faults live in the engine, so with them every
+                // read goes there.
+                if !to_staging(&run[0]) && self.reads_cached(&run[0]) {
+                    match self
+                        .reads
+                        .begin_cached(run, self.gpu.as_mut().map(|g| &mut g.ring))
+                    {
+                        Ok(parts) => self.spawn_cached(parts),
+                        Err(run) => {
+                            stuck = true;
+                            blocked.extend(run);
+                        }
+                    }
+                    continue;
+                }
                 match self
                     .reads
                     .issue(run, queue, self.gpu.as_mut().map(|g| &mut g.ring))
@@ -460,14 +509,56 @@ impl Dispatcher {
             // can take it back into its pool.
             drop(job);
             drop(data);
-            let _ = tx.send(CpuDone {
+            let _ = tx.send(vec![CpuDone {
                 staged: slot.map(|s| (s.chunk, s.offset, part.cpu_staged_len() as u32)),
                 part,
                 run,
+                cached: None,
                 result,
                 nanos: t0.elapsed().as_nanos() as u64,
                 copied,
+            }]);
+        });
+    }
+
+    /// Whether the part's file is read through the page cache, and no
+    /// fault injection wants every read to go through the engine.
+    fn reads_cached(&self, part: &Part) -> bool {
+        match &part.block.data {
+            BlockData::File(pf, _) => !pf.file.is_direct() && self.rt.config.io.fault.is_none(),
+            BlockData::Memory(..) => false,
+        }
+    }
+
+    /// Hands a run of CPU parts to a decode thread that reads it itself
+    /// (see `place`).
+    fn spawn_cached(&mut self, parts: Vec<RunPart>) {
+        let BlockData::File(pf, _) = &parts[0].part.block.data else {
+            unreachable!("file parts only")
+        };
+        let pf = pf.clone();
+        let jobs: Vec<_> = parts
+            .iter()
+            .map(|rp| self.jobs.get_arc(rp.part.job))
+            .collect();
+        let tx = self.cpu_tx.clone();
+        self.pool.spawn(move || {
+            let mut done = Vec::with_capacity(parts.len());
+            cpu_decode::read_and_decode(&pf, parts, jobs, |d| {
+                done.push(CpuDone {
+                    staged: d.staged,
+                    part: d.part,
+                    run: None,
+                    cached: Some(CachedRead {
+                        read: d.read,
+                        last: d.last,
+                    }),
+                    result: d.result,
+                    nanos: d.nanos,
+                    copied: d.copied,
+                });
             });
+            let _ = tx.send(done);
         });
     }
 
@@ -500,6 +591,18 @@ impl Dispatcher {
     fn on_cpu_done(&mut self, d: CpuDone) {
         if let Some(r) = d.run {
             self.reads.bounce_part_done(r);
+        }
+        if let Some(c) = d.cached {
+            if let (Some((bytes, ns)), Some(j)) = (c.read, self.jobs.get(d.part.job)) {
+                j.stats(|st| {
+                    st.reads += 1;
+                    st.read_ns += ns;
+                    st.bytes_read += bytes;
+                });
+            }
+            if c.last {
+                self.reads.end_cached();
+            }
         }
         if let Some(j) = self.jobs.get(d.part.job) {
             j.stats(|st| {

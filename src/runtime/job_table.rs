@@ -105,7 +105,7 @@ mod tests {
     #[test]
     fn keys_of_freed_slots_find_nothing() {
         assert_eq!(split_key((7u64 << 32) | 3), (3, 7));
-        let mut t = JobTable::default();
+        let t = JobTable::default();
         assert!(t.is_empty());
         assert!(t.get(0).is_none());
         assert!(t.cancelled(0), "a missing job counts as cancelled");

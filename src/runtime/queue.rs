@@ -436,7 +436,8 @@ impl Queue {
     /// has not finished. Cancelled requests count as neither done nor failed;
     /// once this returns they never write their destination again (it waits
     /// for GPU copies of theirs already submitted). Do not call it from a
-    /// fence callback: those run on the runtime's own thread.
+    /// fence callback: those run on the runtime's completion thread, which
+    /// is the thread that ends the GPU writes `cancel` waits for.
     pub fn cancel(&self, mask: u64, value: u64) {
         self.shared.rt.cancels.fetch_add(1, Ordering::SeqCst);
         let matching: Vec<Arc<JobHot>> = self

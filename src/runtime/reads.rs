@@ -78,10 +78,52 @@ pub(crate) struct Reads {
     bounce_cap: usize,
     bounce_bytes: u64,
     bounce_limit: u64,
+    /// Runs CPU threads read for themselves, in flight, and how many may
+    /// be: a bound, so that parts wait here in priority order rather than
+    /// in the thread pool's queue.
+    cached_runs: usize,
+    cached_limit: usize,
+}
+
+/// Reserves the staging output of every part of a run that a CPU thread
+/// decodes for the GPU; gives the parts back if staging is short (what
+/// this run reserved is returned: its reservations are the latest).
+fn reserve_cpu_outputs(
+    parts: Vec<Part>,
+    mut ring: Option<&mut StagingRing>,
+) -> Result<Vec<RunPart>, Vec<Part>> {
+    let mut run_parts: Vec<RunPart> = Vec::with_capacity(parts.len());
+    for part in &parts {
+        let need = part.cpu_staged_len();
+        let out = if need > 0 {
+            let ring = ring.as_deref_mut().expect("GPU parts imply staging");
+            let weight = part.gpu_out(ring.region_weight());
+            match ring.alloc(need, crate::staging::STAGING_ALIGN, weight) {
+                Some(s) => Some(s),
+                None => {
+                    for rp in run_parts.into_iter().rev() {
+                        if let Some((slot, _)) = rp.out {
+                            let weight = rp.part.gpu_out(ring.region_weight());
+                            ring.unreserve(slot, weight);
+                        }
+                    }
+                    return Err(parts);
+                }
+            }
+        } else {
+            None
+        };
+        run_parts.push(RunPart {
+            part: part.clone(),
+            out,
+        });
+    }
+    Ok(run_parts)
 }
 
 impl Reads {
-    pub fn new(max_read: usize, bounce_limit: u64) -> Reads {
+    /// `cpu_threads` bounds the runs CPU threads read for themselves.
+    pub fn new(max_read: usize, bounce_limit: u64, cpu_threads: usize) -> Reads {
         Reads {
             runs: IdMap::default(),
             next_run: 1,
@@ -90,6 +132,8 @@ impl Reads {
             bounce_cap: (max_read + (16 << 10)).max(SMALL_BOUNCE),
             bounce_bytes: 0,
             bounce_limit,
+            cached_runs: 0,
+            cached_limit: 4 * cpu_threads.max(1),
         }
     }
 
@@ -157,35 +201,10 @@ impl Reads {
             if self.bounce_bytes > 0 && self.bounce_bytes + cap > self.bounce_limit {
                 return Err(parts);
             }
-            // CPU parts bound for the GPU reserve their output now.
-            let mut run_parts: Vec<RunPart> = Vec::with_capacity(parts.len());
-            for part in &parts {
-                let need = part.cpu_staged_len();
-                let out = if need > 0 {
-                    let ring = ring.as_deref_mut().expect("GPU parts imply staging");
-                    let weight = part.gpu_out(ring.region_weight());
-                    match ring.alloc(need, crate::staging::STAGING_ALIGN, weight) {
-                        Some(s) => Some(s),
-                        None => {
-                            // Give back what this run reserved: only possible
-                            // because its reservations are the latest.
-                            for rp in run_parts.into_iter().rev() {
-                                if let Some((slot, _)) = rp.out {
-                                    let weight = rp.part.gpu_out(ring.region_weight());
-                                    ring.unreserve(slot, weight);
-                                }
-                            }
-                            return Err(parts);
-                        }
-                    }
-                } else {
-                    None
-                };
-                run_parts.push(RunPart {
-                    part: part.clone(),
-                    out,
-                });
-            }
+            let run_parts = match reserve_cpu_outputs(parts, ring.as_deref_mut()) {
+                Ok(r) => r,
+                Err(parts) => return Err(parts),
+            };
             let mut buf = match class {
                 // 4 KiB alignment suits every file's direct-read rule.
                 Some(k) => self.bounce_pool[k]
@@ -222,6 +241,33 @@ impl Reads {
             priority,
             user_data: id,
         })
+    }
+
+    /// Takes a run of CPU parts of a file read through the page cache,
+    /// which the CPU thread decoding it reads itself (`cpu_decode::
+    /// read_and_decode`): their staging outputs reserved, or the parts back
+    /// when staging is short or enough such runs are in flight already.
+    pub fn begin_cached(
+        &mut self,
+        parts: Vec<Part>,
+        ring: Option<&mut StagingRing>,
+    ) -> Result<Vec<RunPart>, Vec<Part>> {
+        if self.cached_runs >= self.cached_limit {
+            return Err(parts);
+        }
+        let run = reserve_cpu_outputs(parts, ring)?;
+        self.cached_runs += 1;
+        Ok(run)
+    }
+
+    /// How many more runs [`Self::begin_cached`] would take now.
+    pub fn cached_free(&self) -> usize {
+        self.cached_limit.saturating_sub(self.cached_runs)
+    }
+
+    /// A run taken by [`Self::begin_cached`] is done.
+    pub fn end_cached(&mut self) {
+        self.cached_runs = self.cached_runs.saturating_sub(1);
     }
 
     /// A read completed: sorts its parts into what happens next. Returns

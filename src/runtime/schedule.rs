@@ -39,22 +39,33 @@ impl Schedule {
         self.waiting.iter().all(|w| w.is_empty())
     }
 
-    /// The next part to place: highest priority first, but every 8th pick
-    /// goes to the highest-priority *lower* level that has work, so a stream
-    /// of realtime requests cannot starve the rest.
-    pub fn next(&mut self) -> Option<Part> {
-        self.picks += 1;
+    /// The level the next pick takes from: the highest with work, but
+    /// every 8th pick the highest-priority *lower* level that has work, so
+    /// a stream of realtime requests cannot starve the rest.
+    fn level(&self, pick: u64) -> Option<usize> {
         let top = (0..PRIORITIES)
             .rev()
             .find(|&p| !self.waiting[p].is_empty())?;
-        let level = if self.picks % 8 == 0 {
+        Some(if pick % 8 == 0 {
             (0..top)
                 .rev()
                 .find(|&p| !self.waiting[p].is_empty())
                 .unwrap_or(top)
         } else {
             top
-        };
+        })
+    }
+
+    /// The part [`Self::next`] would hand out, left in place.
+    pub fn peek(&self) -> Option<&Part> {
+        let level = self.level(self.picks + 1)?;
+        self.waiting[level].front()?.as_slice().first()
+    }
+
+    /// The next part to place (see [`Self::level`] for which level).
+    pub fn next(&mut self) -> Option<Part> {
+        self.picks += 1;
+        let level = self.level(self.picks)?;
         let fifo = &mut self.waiting[level];
         let front = fifo.front_mut()?;
         let part = front.next();
