@@ -351,3 +351,66 @@ fn demo_pack_is_deterministic_realistic_and_reused() {
     ensure_demo_pack(&b, config, false).unwrap();
     assert!(std::fs::read(&b).unwrap() == bytes);
 }
+
+/// `pack --sub-block-kib 16`: the pack says how many blocks it cut into
+/// how many sub-blocks, verifies, and unpacks to the same bytes.
+#[test]
+fn cli_pack_with_sub_blocks_reports_verifies_and_unpacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let inputs = d.join("in");
+    std::fs::create_dir_all(&inputs).unwrap();
+    test_image(512, 512, false)
+        .save(inputs.join("wall.png"))
+        .unwrap();
+    let blob: Vec<u8> = (0..200_000u32)
+        .flat_map(|i| (i % 1000).to_le_bytes())
+        .collect();
+    std::fs::write(inputs.join("data.bin"), &blob).unwrap();
+    let pack = d.join("sub.gspk");
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let out = gpustream(&[
+        "pack",
+        &s(&inputs),
+        "-o",
+        &s(&pack),
+        "--codec",
+        "lz4",
+        "--sub-block-kib",
+        "16",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = gpustream(&["info", &s(&pack), "--json"]);
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let cut = json["total"]["cut_blocks"].as_u64().unwrap();
+    let subs = json["total"]["sub_blocks"].as_u64().unwrap();
+    assert!(cut > 0, "some LZ4 blocks are cut: {json}");
+    assert!(subs >= 2 * cut, "a cut block holds 2 or more sub-blocks");
+    let text = String::from_utf8(gpustream(&["info", &s(&pack)]).stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "{cut} LZ4 blocks stored as {subs} independent sub-blocks"
+        )),
+        "{text}"
+    );
+    let out = gpustream(&["verify", &s(&pack)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = gpustream(&[
+        "unpack",
+        &s(&pack),
+        "data.bin",
+        "-o",
+        &s(&d.join("data.out")),
+    ]);
+    assert!(out.status.success());
+    assert_eq!(std::fs::read(d.join("data.out")).unwrap(), blob);
+}

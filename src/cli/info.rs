@@ -1,7 +1,7 @@
 //! `gpustream info`: what a pack holds and how well it compressed.
 
 use super::CliResult;
-use gpustream::pack::{AssetKind, Pack};
+use gpustream::pack::{AssetKind, Block, Pack};
 use gpustream::Codec;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -19,16 +19,24 @@ pub struct Args {
 #[derive(Serialize, Default, Clone, Copy)]
 struct Totals {
     blocks: u64,
+    /// Blocks stored as independent LZ4 sub-blocks, and how many
+    /// sub-blocks they hold (`pack --sub-block-kib`).
+    cut_blocks: u64,
+    sub_blocks: u64,
     uncompressed: u64,
     stored: u64,
     ratio: f64,
 }
 
 impl Totals {
-    fn add(&mut self, size: u32, stored: u32) {
+    fn add(&mut self, b: &Block) {
         self.blocks += 1;
-        self.uncompressed += size as u64;
-        self.stored += stored as u64;
+        if b.sub_blocks > 0 {
+            self.cut_blocks += 1;
+            self.sub_blocks += b.sub_blocks as u64;
+        }
+        self.uncompressed += b.size as u64;
+        self.stored += b.stored_size as u64;
         self.ratio = self.uncompressed as f64 / self.stored.max(1) as f64;
     }
 }
@@ -100,22 +108,19 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
             (None, _) => None,
         };
         for b in &pack.blocks()[a.blocks.start as usize..a.blocks.end as usize] {
-            t.add(b.size, b.stored_size);
+            t.add(b);
             by_codec
                 .entry(b.codec.name())
                 .or_insert_with(Totals::default)
-                .add(b.size, b.stored_size);
+                .add(b);
             by_kind
                 .entry(kind_name)
                 .or_insert_with(Totals::default)
-                .add(b.size, b.stored_size);
+                .add(b);
             if let Some(name) = source_name {
-                by_source
-                    .entry(name)
-                    .or_insert_with(Totals::default)
-                    .add(b.size, b.stored_size);
+                by_source.entry(name).or_insert_with(Totals::default).add(b);
             }
-            total.add(b.size, b.stored_size);
+            total.add(b);
             if !codecs.contains(&b.codec) {
                 codecs.push(b.codec);
             }
@@ -203,6 +208,14 @@ pub fn run(args: Args) -> CliResult {
         r.assets.len(),
         r.total.blocks
     );
+    if r.total.cut_blocks > 0 {
+        outln!(
+            o,
+            "{} LZ4 blocks stored as {} independent sub-blocks (decoded side by side on the GPU)",
+            r.total.cut_blocks,
+            r.total.sub_blocks
+        );
+    }
     outln!(o);
     outln!(
         o,
