@@ -190,6 +190,11 @@ pub(super) struct Setting {
     pub noop: bool,
     /// Destinations are host memory.
     pub memory: bool,
+    /// The pack is read through the page cache (`--buffered`): the setting
+    /// every target is set for. With O_DIRECT the disk sets the pace, and
+    /// the `write_buffer` loop, whose bytes are in memory already, reads
+    /// none of it.
+    pub buffered: bool,
 }
 
 /// Issue #10's targets that apply to `case` at `staging_mib` in `setting`.
@@ -213,6 +218,9 @@ pub(super) fn targets(
         met: value >= limit,
     };
     let mut t = Vec::new();
+    if !setting.buffered {
+        return t;
+    }
     match case {
         "gpu-lz4" | "gpu-lz4-sub" if setting.noop => {
             t.push(at_most("CPU s/GB", 0.35, h.cpu_s_per_gb));
@@ -238,4 +246,41 @@ pub(super) fn targets(
         _ => {}
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_apply_to_runs_with_the_page_cache_warm_only() {
+        let h = HostSide {
+            cpu_s_per_gb: 0.5,
+            ..Default::default()
+        };
+        let set = |buffered| Setting {
+            noop: false,
+            memory: true,
+            buffered,
+        };
+        let warm = targets("cpu-lz4", 256, &h, 0.8, &set(true));
+        assert_eq!(warm.len(), 1);
+        assert_eq!(warm[0].metric, "ours/baseline");
+        assert!(!warm[0].met);
+        assert!(targets("cpu-lz4", 256, &h, 1.1, &set(true))[0].met);
+        assert!(targets("cpu-lz4", 256, &h, 0.8, &set(false)).is_empty());
+        let noop = Setting {
+            noop: true,
+            memory: false,
+            buffered: true,
+        };
+        let gpu = targets("gpu-lz4", 256, &h, 1.0, &noop);
+        let names: Vec<&str> = gpu.iter().map(|t| t.metric.as_str()).collect();
+        assert_eq!(
+            names,
+            ["CPU s/GB", "submit own CPU s/GB", "blocks/dispatch"]
+        );
+        // 64 MiB of staging: no blocks-per-dispatch target.
+        assert_eq!(targets("gpu-lz4", 64, &h, 1.0, &noop).len(), 2);
+    }
 }

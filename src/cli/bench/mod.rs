@@ -276,6 +276,7 @@ pub fn run(args: Args) -> CliResult {
         let setting = metrics::Setting {
             noop,
             memory: plan.ctx.is_none(),
+            buffered: !bypassed,
         };
         for mut row in case_rows {
             row.baseline_gbps = base.gbps;

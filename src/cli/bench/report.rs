@@ -172,6 +172,8 @@ pub(super) fn print(r: &BenchReport) {
         for c in checks {
             println!("{c}");
         }
+    } else if r.page_cache_bypassed {
+        println!("targets (issue #10): set for runs with the page cache warm (--buffered); none read here");
     }
     println!("where the time goes (per pass, summed over threads/chunks in flight):");
     for row in &r.rows {
