@@ -371,10 +371,16 @@ fn hand_made_names(
     toc.extend_from_slice(&asset);
     toc.extend_from_slice(names);
     assert_eq!(toc.len(), BLOCK_ENTRY_LEN + ASSET_ENTRY_LEN + names.len());
+    one_block_file(stored, &toc)
+}
+
+/// A pack file of one block and one asset: the header, `stored` at offset
+/// 4096, then `toc`.
+fn one_block_file(stored: &[u8], toc: &[u8]) -> Vec<u8> {
     let mut file = vec![0u8; 4096];
     file.extend_from_slice(stored);
     let toc_offset = file.len() as u64;
-    file.extend_from_slice(&toc);
+    file.extend_from_slice(toc);
     let header = format::encode_header(
         4096,
         stored.len() as u64,
@@ -382,7 +388,7 @@ fn hand_made_names(
         toc.len() as u64,
         1,
         1,
-        crc32c::crc32c(&toc),
+        crc32c::crc32c(toc),
     );
     file[..HEADER_LEN].copy_from_slice(&header);
     file
@@ -646,21 +652,7 @@ fn bad_sub_block_tables_are_refused() {
             toc.extend_from_slice(&d.to_le_bytes());
         }
         toc.extend_from_slice(b"mesh");
-        let mut file = vec![0u8; 4096];
-        file.extend_from_slice(&stored);
-        let toc_offset = file.len() as u64;
-        file.extend_from_slice(&toc);
-        let header = format::encode_header(
-            4096,
-            stored.len() as u64,
-            toc_offset,
-            toc.len() as u64,
-            1,
-            1,
-            crc32c::crc32c(&toc),
-        );
-        file[..HEADER_LEN].copy_from_slice(&header);
-        file
+        one_block_file(&stored, &toc)
     };
     let good = [(sa.len() as u32, 10_000), (sb.len() as u32, 10_000)];
     let pack = Pack::from_bytes("good", &build(2, &good, Codec::Lz4)).unwrap();

@@ -179,19 +179,38 @@ fn gpustream(args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
-#[test]
-fn cli_pack_info_verify_unpack() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// A folder `in/` under `d` holding `wall.png` (512x512) and a 800,000-byte
+/// blob at `blob_name`; returns the folder and the blob's bytes.
+fn cli_inputs(d: &Path, blob_name: &str) -> (std::path::PathBuf, Vec<u8>) {
     let inputs = d.join("in");
-    std::fs::create_dir_all(inputs.join("sub")).unwrap();
+    let blob_path = inputs.join(blob_name);
+    std::fs::create_dir_all(blob_path.parent().unwrap()).unwrap();
     test_image(512, 512, false)
         .save(inputs.join("wall.png"))
         .unwrap();
     let blob: Vec<u8> = (0..200_000u32)
         .flat_map(|i| (i % 1000).to_le_bytes())
         .collect();
-    std::fs::write(inputs.join("sub/data.bin"), &blob).unwrap();
+    std::fs::write(&blob_path, &blob).unwrap();
+    (inputs, blob)
+}
+
+/// `gpustream verify` passes on `pack`, and `unpack` of blob `name` into
+/// `out` gives `want`.
+fn verify_and_unpack(pack: &Path, name: &str, out: &Path, want: &[u8]) {
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let v = gpustream(&["verify", &s(pack)]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    let u = gpustream(&["unpack", &s(pack), name, "-o", &s(out)]);
+    assert!(u.status.success(), "{}", String::from_utf8_lossy(&u.stderr));
+    assert_eq!(std::fs::read(out).unwrap(), want);
+}
+
+#[test]
+fn cli_pack_info_verify_unpack() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (inputs, blob) = cli_inputs(d, "sub/data.bin");
     let pack = d.join("out.gspk");
     let s = |p: &Path| p.to_str().unwrap().to_owned();
     let out = gpustream(&[
@@ -229,22 +248,7 @@ fn cli_pack_info_verify_unpack() {
     let text = gpustream(&["info", &s(&pack)]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("overall"));
 
-    let out = gpustream(&["verify", &s(&pack)]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-
-    let out = gpustream(&[
-        "unpack",
-        &s(&pack),
-        "sub/data.bin",
-        "-o",
-        &s(&d.join("data.out")),
-    ]);
-    assert!(out.status.success());
-    assert_eq!(std::fs::read(d.join("data.out")).unwrap(), blob);
+    verify_and_unpack(&pack, "sub/data.bin", &d.join("data.out"), &blob);
     let out = gpustream(&[
         "unpack",
         &s(&pack),
@@ -358,15 +362,7 @@ fn demo_pack_is_deterministic_realistic_and_reused() {
 fn cli_pack_with_sub_blocks_reports_verifies_and_unpacks() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let inputs = d.join("in");
-    std::fs::create_dir_all(&inputs).unwrap();
-    test_image(512, 512, false)
-        .save(inputs.join("wall.png"))
-        .unwrap();
-    let blob: Vec<u8> = (0..200_000u32)
-        .flat_map(|i| (i % 1000).to_le_bytes())
-        .collect();
-    std::fs::write(inputs.join("data.bin"), &blob).unwrap();
+    let (inputs, blob) = cli_inputs(d, "data.bin");
     let pack = d.join("sub.gspk");
     let s = |p: &Path| p.to_str().unwrap().to_owned();
     let out = gpustream(&[
@@ -398,19 +394,5 @@ fn cli_pack_with_sub_blocks_reports_verifies_and_unpacks() {
         )),
         "{text}"
     );
-    let out = gpustream(&["verify", &s(&pack)]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    let out = gpustream(&[
-        "unpack",
-        &s(&pack),
-        "data.bin",
-        "-o",
-        &s(&d.join("data.out")),
-    ]);
-    assert!(out.status.success());
-    assert_eq!(std::fs::read(d.join("data.out")).unwrap(), blob);
+    verify_and_unpack(&pack, "data.bin", &d.join("data.out"), &blob);
 }

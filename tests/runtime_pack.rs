@@ -53,16 +53,7 @@ fn blob_pack(codec: Codec) -> Fixture {
         .enumerate()
         .map(|(i, &len)| (format!("blob{i}"), content(i as u64 + 1, len)))
         .collect();
-    let mut w = PackWriter::create(
-        &path,
-        WriterOptions {
-            codec,
-            level: 3,
-            threads: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut w = writer(&path, codec);
     for (name, data) in &blobs {
         w.add_blob(name, data).unwrap();
     }
@@ -72,6 +63,29 @@ fn blob_pack(codec: Codec) -> Fixture {
         path,
         blobs,
     }
+}
+
+/// Enqueues a fence after everything in `q`, submits, and waits for it
+/// (false: it did not fire within `limit`).
+fn submit_and_wait(q: &gpustream::runtime::Queue, limit: Duration) -> bool {
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    f.wait_timeout(1, limit)
+}
+
+/// A pack writer at `path`: `codec` at level 3, one thread.
+fn writer(path: &Path, codec: Codec) -> PackWriter {
+    PackWriter::create(
+        path,
+        WriterOptions {
+            codec,
+            level: 3,
+            threads: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 fn cpu_runtime(io: IoConfig) -> Runtime {
@@ -241,10 +255,7 @@ fn pack_source_problems_are_typed_errors_from_enqueue() {
         Destination::memory(&mem),
     ))
     .unwrap();
-    let f = Fence::new();
-    q.enqueue_signal(&f, 1);
-    q.submit();
-    assert!(f.wait_timeout(1, Duration::from_secs(60)));
+    assert!(submit_and_wait(&q, Duration::from_secs(60)));
     assert_eq!(q.error_record().failure_count, 0);
     assert_eq!(&mem.to_vec().unwrap()[..65_536], &fx.blobs[3].1[..]);
 }
@@ -362,10 +373,7 @@ fn truncated_pack_fails_the_missing_blocks(open_mode: OpenMode) {
         },
     ))
     .unwrap();
-    let f = Fence::new();
-    q.enqueue_signal(&f, 1);
-    q.submit();
-    assert!(f.wait_timeout(1, Duration::from_secs(60)));
+    assert!(submit_and_wait(&q, Duration::from_secs(60)));
     let rec = q.error_record();
     assert_eq!(rec.failure_count, 1, "{open_mode:?}");
     let first = rec.first_failure.expect("the failure is recorded");
@@ -607,25 +615,15 @@ fn assert_injected_eio(error: &RequestError, pack: &Path, seed: u64, i: usize) {
 
 // ---------------------------------------------------------------- GPU --
 
-fn texture_pack(
-    dir: &Path,
-    codec: Codec,
-) -> (
-    std::path::PathBuf,
-    Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>,
-) {
+/// Each texture's name, format, size and mips' bytes.
+type Textures = Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>;
+
+fn texture_pack(dir: &Path, codec: Codec) -> (std::path::PathBuf, Textures) {
     texture_pack_with(dir, codec, 0)
 }
 
 /// [`texture_pack`] with LZ4 cut into sub-blocks of `sub_block` bytes.
-fn texture_pack_with(
-    dir: &Path,
-    codec: Codec,
-    sub_block: u32,
-) -> (
-    std::path::PathBuf,
-    Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>,
-) {
+fn texture_pack_with(dir: &Path, codec: Codec, sub_block: u32) -> (std::path::PathBuf, Textures) {
     let path = dir.join("textures.gspk");
     let mut w = PackWriter::create(
         &path,
@@ -634,7 +632,6 @@ fn texture_pack_with(
             level: 3,
             threads: 1,
             lz4_sub_block: sub_block,
-            ..Default::default()
         },
     )
     .unwrap();
@@ -962,16 +959,7 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
                 .enumerate()
                 .map(|(i, &(w, h))| content(40 + i as u64, (w * h * 4) as usize))
                 .collect();
-            let mut w = PackWriter::create(
-                &path,
-                WriterOptions {
-                    codec,
-                    level: 3,
-                    threads: 1,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+            let mut w = writer(&path, codec);
             w.add_blob("odd", &data).unwrap();
             let big = content(6, 40 * 65536 + 3);
             w.add_blob("big", &big).unwrap();
@@ -1045,10 +1033,7 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
                 },
             ))
             .unwrap();
-            let f = Fence::new();
-            q.enqueue_signal(&f, 1);
-            q.submit();
-            assert!(f.wait_timeout(1, Duration::from_secs(120)));
+            assert!(submit_and_wait(&q, Duration::from_secs(120)));
             let rec = q.error_record();
             assert_eq!(
                 rec.failure_count,
@@ -1296,8 +1281,5 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
         e.err().map(|e| e.to_string())
     );
     let _: Option<AssetId> = None;
-    let f = Fence::new();
-    q.enqueue_signal(&f, 1);
-    q.submit();
-    assert!(f.wait_timeout(1, Duration::from_secs(60)));
+    assert!(submit_and_wait(&q, Duration::from_secs(60)));
 }

@@ -29,7 +29,7 @@ const OUT: u32 = 256;
 /// The texture: a checkerboard with a colour gradient, so a screenshot
 /// shows at a glance whether tiles landed in the right place.
 fn texel(x: u32, y: u32) -> [u8; 4] {
-    let check = ((x / 64) + (y / 64)) % 2 == 0;
+    let check = ((x / 64) + (y / 64)).is_multiple_of(2);
     let (r, g) = ((x * 255 / SIZE) as u8, (y * 255 / SIZE) as u8);
     if check {
         [r, g, 200, 255]

@@ -84,8 +84,8 @@ pub fn mip_spans(
     if rb == 0
         || start > end
         || end as u64 > layout.tight_size()
-        || start % bpb != 0
-        || end % bpb != 0
+        || !start.is_multiple_of(bpb)
+        || !end.is_multiple_of(bpb)
     {
         return None;
     }
@@ -233,7 +233,7 @@ pub fn check_region(
         });
     }
     let (bw, bh) = format.block_dimensions();
-    if origin.x % bw != 0 || origin.y % bh != 0 {
+    if !origin.x.is_multiple_of(bw) || !origin.y.is_multiple_of(bh) {
         return Err(TextureRegionError::Unaligned {
             x: origin.x,
             y: origin.y,

@@ -50,12 +50,12 @@ pub(crate) fn cut(size: usize, unit: usize, target: usize) -> Vec<usize> {
     lens
 }
 
-/// Compresses `src` as independent LZ4 blocks of `lens` decoded bytes:
-/// the stored bytes and each sub-block's (stored, decoded) length.
-pub(crate) fn compress(
-    src: &[u8],
-    lens: &[usize],
-) -> Result<(Vec<u8>, Vec<(u32, u32)>), CodecError> {
+/// A block's bytes as sub-blocks: the stored bytes, and each sub-block's
+/// (stored, decoded) length.
+pub(crate) type Compressed = (Vec<u8>, Vec<(u32, u32)>);
+
+/// Compresses `src` as independent LZ4 blocks of `lens` decoded bytes.
+pub(crate) fn compress(src: &[u8], lens: &[usize]) -> Result<Compressed, CodecError> {
     let mut stored = Vec::new();
     let mut entries = Vec::with_capacity(lens.len());
     let mut at = 0;

@@ -126,7 +126,9 @@ impl BatchCaps {
     /// 256 MiB staging: 0.54x of the `write_buffer` loop with whole-staging
     /// batches).
     pub fn new(device: &wgpu::Device, staging_total: u64, chunk: u64) -> BatchCaps {
-        let binding = (device.limits().max_storage_buffer_binding_size as u64)
+        let binding = device
+            .limits()
+            .max_storage_buffer_binding_size
             .min(device.limits().max_buffer_size)
             .min(1 << 31)
             & !255;
@@ -194,6 +196,15 @@ pub(crate) struct GpuBatcher {
 /// A part the stage is done with, and how it ended.
 pub(crate) type Finished = (Part, Result<(), RequestError>);
 
+/// Where the GPU batch stage reports: the submission thread's events
+/// (chunks free, batches done, the device lost), the completion thread's
+/// inbox, and the counter of CPU time spent inside wgpu's submit.
+pub(crate) struct BatchLinks {
+    pub events: Sender<GpuEvent>,
+    pub to_complete: Sender<ToCompletion>,
+    pub submit_ns: Arc<AtomicU64>,
+}
+
 impl GpuBatcher {
     /// The stage for a device. `verify` checks every pack block's crc32c on
     /// the GPU.
@@ -204,10 +215,13 @@ impl GpuBatcher {
         caps: BatchCaps,
         lz4: Option<Lz4DecodePipeline>,
         verify: bool,
-        events: Sender<GpuEvent>,
-        to_complete: Sender<ToCompletion>,
-        submit_ns: Arc<AtomicU64>,
+        links: BatchLinks,
     ) -> std::io::Result<GpuBatcher> {
+        let BatchLinks {
+            events,
+            to_complete,
+            submit_ns,
+        } = links;
         let lost_tx = events.clone();
         let lost_complete = to_complete.clone();
         let poller = GpuPoller::spawn(device.clone(), move |what| {
@@ -450,7 +464,7 @@ impl GpuBatcher {
             }
             let from = present.len();
             let span = part_dests(&e.part, Some(&job.destination), &mut present)
-                .then(|| from..present.len());
+                .then_some(from..present.len());
             live.push((e, span));
         }
         if live.is_empty() && direct.is_empty() {

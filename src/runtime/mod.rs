@@ -321,9 +321,11 @@ impl Runtime {
                     caps,
                     lz4,
                     config.verify_gpu_checksums,
-                    gpu_tx,
-                    wiring.to_complete.0.clone(),
-                    wgpu_submit_ns.clone(),
+                    gpu_batch::BatchLinks {
+                        events: gpu_tx,
+                        to_complete: wiring.to_complete.0.clone(),
+                        submit_ns: wgpu_submit_ns.clone(),
+                    },
                 )
                 .map_err(|e| RuntimeError::Thread("GPU poll", e))?;
                 Some(batcher)

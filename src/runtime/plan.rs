@@ -290,7 +290,6 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
         return Err(RequestError::NoGpu);
     }
     let mut parts = Vec::new();
-    let delivered;
     // The destination as a sequence of places for a linear byte stream.
     let linear = |len: u64| -> Result<Box<dyn Fn(u64) -> Place>, RequestError> {
         match &req.destination {
@@ -332,7 +331,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
             )),
         }
     };
-    match &req.source {
+    let delivered = match &req.source {
         Source::Blob { pack, asset, range } => {
             let a = asset_of(pack, *asset)?;
             if a.kind != AssetKind::Blob {
@@ -394,7 +393,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     class,
                 });
             }
-            delivered = r.end - r.start;
+            r.end - r.start
         }
         Source::Tile {
             pack,
@@ -439,7 +438,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                         region.height,
                     )?;
                     let layout = texture::region_layout(format, region.width, region.height)
-                        .ok_or_else(|| {
+                        .ok_or({
                             RequestError::InvalidSource(SourceProblem::UnstreamableFormat {
                                 format,
                             })
@@ -478,7 +477,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 pitched: class == Class::Cpu && !rt.stored_on_gpu,
                 class,
             });
-            delivered = b.size as u64;
+            b.size as u64
         }
         Source::PackedMips { pack, asset } => {
             let a = asset_of(pack, *asset)?;
@@ -522,12 +521,11 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     for m in &packed.mips {
                         let level = dmip + (m.mip - first) as u32;
                         texture::check_region(texture, format, level, *origin, m.width, m.height)?;
-                        let layout =
-                            texture::region_layout(format, m.width, m.height).ok_or_else(|| {
-                                RequestError::InvalidSource(SourceProblem::UnstreamableFormat {
-                                    format,
-                                })
-                            })?;
+                        let layout = texture::region_layout(format, m.width, m.height).ok_or({
+                            RequestError::InvalidSource(SourceProblem::UnstreamableFormat {
+                                format,
+                            })
+                        })?;
                         let start = m.offset as u64;
                         let end = start + layout.tight_size();
                         if end > stream {
@@ -617,7 +615,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     }
                 }
             }
-            delivered = stream;
+            stream
         }
         Source::Memory { data, codec, size } => {
             let size = *size;
@@ -647,7 +645,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                         .ok_or_else(|| RequestError::InvalidSource(SourceProblem::MissingExtent))?;
                     let format = texture.format();
                     texture::check_region(texture, format, *mip, *origin, w, h)?;
-                    let layout = texture::region_layout(format, w, h).ok_or_else(|| {
+                    let layout = texture::region_layout(format, w, h).ok_or({
                         RequestError::InvalidSource(SourceProblem::UnstreamableFormat { format })
                     })?;
                     if layout.tight_size() != size as u64 {
@@ -678,9 +676,9 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     class,
                 });
             }
-            delivered = size as u64;
+            size as u64
         }
-    }
+    };
     // DirectStorage's rule: everything a request stages must fit at once.
     if let Some(g) = &rt.gpu {
         let chunk = g.chunk_size;

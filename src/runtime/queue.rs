@@ -301,6 +301,9 @@ impl Queue {
 
     /// Enqueues a request unless the queue is at capacity, in which case it
     /// comes back in [`TryEnqueueError::Full`].
+    // The request comes back by value, unboxed, so a caller can retry it
+    // without an allocation per refusal; a refusal is the cold path.
+    #[allow(clippy::result_large_err)]
     pub fn try_enqueue(&self, req: Request) -> Result<(), TryEnqueueError> {
         let s = self.shared.state.lock().unwrap_or_else(|e| e.into_inner());
         if s.in_flight >= self.shared.config.capacity {

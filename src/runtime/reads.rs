@@ -201,10 +201,7 @@ impl Reads {
             if self.bounce_bytes > 0 && self.bounce_bytes + cap > self.bounce_limit {
                 return Err(parts);
             }
-            let run_parts = match reserve_cpu_outputs(parts, ring.as_deref_mut()) {
-                Ok(r) => r,
-                Err(parts) => return Err(parts),
-            };
+            let run_parts = reserve_cpu_outputs(parts, ring)?;
             let mut buf = match class {
                 // 4 KiB alignment suits every file's direct-read rule.
                 Some(k) => self.bounce_pool[k]

@@ -46,7 +46,7 @@ impl Schedule {
         let top = (0..PRIORITIES)
             .rev()
             .find(|&p| !self.waiting[p].is_empty())?;
-        Some(if pick % 8 == 0 {
+        Some(if pick.is_multiple_of(8) {
             (0..top)
                 .rev()
                 .find(|&p| !self.waiting[p].is_empty())

@@ -23,6 +23,24 @@ pub struct PassBindings<'a> {
     pub status: wgpu::BufferSlice<'a>,
 }
 
+impl<'a> PassBindings<'a> {
+    /// Whole buffers bound: `input` and the descriptors, output and status
+    /// words from their first byte.
+    pub fn whole(
+        input: wgpu::BufferSlice<'a>,
+        descs: &'a wgpu::Buffer,
+        output: &'a wgpu::Buffer,
+        status: &'a wgpu::Buffer,
+    ) -> Self {
+        PassBindings {
+            input,
+            descs: descs.slice(..),
+            output: output.slice(..),
+            status: status.slice(..),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Access {
     /// `var<storage, read>`.

@@ -373,18 +373,8 @@ impl Lz4DecodePipeline {
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), Lz4EncodeError> {
-        self.encode_in(
-            device,
-            encoder,
-            PassBindings {
-                input,
-                descs: descs.slice(..),
-                output: output.slice(..),
-                status: status.slice(..),
-            },
-            block_count,
-            timestamp_writes,
-        )
+        let bindings = PassBindings::whole(input, descs, output, status);
+        self.encode_in(device, encoder, bindings, block_count, timestamp_writes)
     }
 
     /// [`Self::encode_timed`] over ranges of buffers: the descriptor table,

@@ -89,18 +89,8 @@ impl StoredCopyPipeline {
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), Lz4EncodeError> {
-        self.encode_in(
-            device,
-            encoder,
-            PassBindings {
-                input,
-                descs: descs.slice(..),
-                output: output.slice(..),
-                status: status.slice(..),
-            },
-            block_count,
-            timestamp_writes,
-        )
+        let bindings = PassBindings::whole(input, descs, output, status);
+        self.encode_in(device, encoder, bindings, block_count, timestamp_writes)
     }
 
     /// [`Self::encode_timed`] over ranges of buffers (see
