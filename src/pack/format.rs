@@ -34,7 +34,7 @@ pub mod block {
     /// `u8` sub-block count: 0 for one stream of the block's codec, `n` in
     /// `2..=16` for an LZ4 block stored as `n` independent sub-blocks, whose
     /// lengths follow the asset entries (`sub_blocks::SUB_ENTRY_LEN` bytes
-    /// each). Reserved and zero in packs written before 2026-12-02.
+    /// each). Reserved and zero in packs written before 2026-12-01.
     pub const SUB_BLOCKS: usize = 13;
 }
 
