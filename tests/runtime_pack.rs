@@ -74,6 +74,84 @@ fn submit_and_wait(q: &gpustream::runtime::Queue, limit: Duration) -> bool {
     f.wait_timeout(1, limit)
 }
 
+/// Streams every blob of `fx` from `pf` into host memory and returns each
+/// blob's bytes (in `fx.blobs`' order).
+fn stream_blobs(
+    rt: &Runtime,
+    pf: &Arc<gpustream::runtime::PackFile>,
+    fx: &Fixture,
+) -> Vec<Vec<u8>> {
+    let q = rt.create_queue(QueueConfig::default());
+    let mems: Vec<HostMemory> = fx
+        .blobs
+        .iter()
+        .map(|(name, data)| {
+            let memory = HostMemory::new(data.len());
+            let asset = pf.pack().find(name).unwrap();
+            q.enqueue(Request::new(
+                Source::blob(pf, asset),
+                Destination::memory(&memory),
+            ))
+            .unwrap();
+            memory
+        })
+        .collect();
+    assert!(submit_and_wait(&q, Duration::from_secs(60)));
+    if let Some(f) = q.error_record().first_failure {
+        panic!("{}", f.error);
+    }
+    mems.iter().map(|m| m.to_vec().unwrap()).collect()
+}
+
+/// A buffered pack is mapped by the runtime: a new pack written to the
+/// same path replaces the file by a rename, so the open pack goes on
+/// reading its own bytes, whole, and a newly opened one reads the new.
+#[test]
+fn a_pack_rewritten_while_open_and_mapped_keeps_its_own_bytes() {
+    let fx = blob_pack(Codec::Lz4);
+    let rt = cpu_runtime_opening(IoConfig::default(), OpenMode::Buffered);
+    let old = rt.open_pack(&fx.path).unwrap();
+    let want: Vec<Vec<u8>> = fx.blobs.iter().map(|(_, d)| d.clone()).collect();
+    assert_eq!(stream_blobs(&rt, &old, &fx), want);
+
+    // The same names, other bytes, written over the same path.
+    let mut w = writer(&fx.path, Codec::Lz4);
+    let newer: Vec<(String, Vec<u8>)> = fx
+        .blobs
+        .iter()
+        .enumerate()
+        .map(|(i, (name, d))| (name.clone(), content(100 + i as u64, d.len())))
+        .collect();
+    for (name, data) in &newer {
+        w.add_blob(name, data).unwrap();
+    }
+    w.finish().unwrap();
+
+    assert_eq!(
+        stream_blobs(&rt, &old, &fx),
+        want,
+        "the open pack read the new file"
+    );
+    let new = rt.open_pack(&fx.path).unwrap();
+    let fx_new = Fixture {
+        _dir: tempfile::tempdir().unwrap(),
+        path: fx.path.clone(),
+        blobs: newer.clone(),
+    };
+    let got = stream_blobs(&rt, &new, &fx_new);
+    assert_eq!(
+        got,
+        newer.iter().map(|(_, d)| d.clone()).collect::<Vec<_>>()
+    );
+    // No temporary file is left beside the pack.
+    let left: Vec<_> = std::fs::read_dir(fx.path.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("blobs.gspk")]);
+}
+
 /// A pack writer at `path`: `codec` at level 3, one thread.
 fn writer(path: &Path, codec: Codec) -> PackWriter {
     PackWriter::create(
@@ -109,10 +187,13 @@ fn cpu_runtime_opening(io: IoConfig, open_mode: OpenMode) -> Runtime {
 fn blobs_round_trip_whole_and_by_range_for_every_codec() {
     for codec in Codec::ALL {
         let fx = blob_pack(codec);
-        for (backend, open_mode) in [
-            (BackendKind::IoUring, OpenMode::Auto),
-            (BackendKind::Threads, OpenMode::Auto),
-            (BackendKind::Threads, OpenMode::Buffered),
+        // Buffered packs are mapped by default; `map_cached_files: false`
+        // reads them with `pread` on the decode threads.
+        for (backend, open_mode, map) in [
+            (BackendKind::IoUring, OpenMode::Auto, true),
+            (BackendKind::Threads, OpenMode::Auto, true),
+            (BackendKind::Threads, OpenMode::Buffered, true),
+            (BackendKind::Threads, OpenMode::Buffered, false),
         ] {
             let rt = match Runtime::without_gpu(RuntimeConfig {
                 io: IoConfig {
@@ -120,6 +201,7 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
                     ..Default::default()
                 },
                 open_mode,
+                map_cached_files: map,
                 ..Default::default()
             }) {
                 Ok(rt) => rt,

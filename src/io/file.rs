@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use super::device::{self, DeviceId};
 use super::fiemap::{self, Extent};
+use super::mapping::Mapping;
 use super::IoError;
 
 /// How [`crate::io::IoEngine::open`] opens a file.
@@ -54,6 +55,9 @@ pub(crate) struct FileInner {
     /// A second, buffered descriptor for ranges a direct read cannot do
     /// (unaligned offset, length or destination): opened on first need.
     buffered: OnceLock<Result<File, i32>>,
+    /// The whole file mapped read-only, for files read through the page
+    /// cache whose opener asked for it ([`IoFile::map_for_reads`]).
+    map: OnceLock<Option<Mapping>>,
 }
 
 /// A file opened by the engine. Cloning is cheap (an `Arc`); the file is
@@ -163,6 +167,7 @@ impl IoFile {
                 device,
                 extents,
                 buffered: OnceLock::new(),
+                map: OnceLock::new(),
             }),
         })
     }
@@ -246,6 +251,50 @@ impl IoFile {
             Ok(f) => Ok(f.as_raw_fd()),
             Err(e) => Err(*e),
         }
+    }
+
+    /// Maps a file read through the page cache, read-only and whole, so
+    /// that [`IoFile::mapped`] can hand out its bytes without a copy; returns
+    /// whether it is mapped. Direct files are not (their reads bypass the
+    /// page cache on purpose), and a refused mapping leaves `pread`.
+    ///
+    /// A file cut shorter while mapped does not kill the reader: the first
+    /// mapping installs a SIGBUS handler that turns a fault on a page past
+    /// the end into a page of zeros and a mark ([`IoFile::mapping_was_cut`]),
+    /// and chains every other SIGBUS to the handler installed before it.
+    pub fn map_for_reads(&self) -> bool {
+        if self.inner.direct {
+            return false;
+        }
+        self.inner
+            .map
+            .get_or_init(|| Mapping::new(self.inner.file.as_raw_fd(), self.inner.len))
+            .is_some()
+    }
+
+    /// Bytes `offset..offset + len` of the file's mapping, where
+    /// [`IoFile::map_for_reads`] mapped it and the range lies inside what
+    /// was mapped; `None` otherwise (read them with [`IoFile::read_cached`]).
+    pub fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
+        self.inner.map.get()?.as_ref()?.get(offset, len)
+    }
+
+    /// Whether a read of the file's mapping has touched a page past the
+    /// file's end (it was cut shorter while open): such pages read as
+    /// zeros, so a block read from the mapping since then is checked
+    /// against the file's length ([`IoFile::current_len`]).
+    pub fn mapping_was_cut(&self) -> bool {
+        self.inner
+            .map
+            .get()
+            .and_then(Option::as_ref)
+            .is_some_and(Mapping::was_cut)
+    }
+
+    /// The file's length now (it may have changed since it was opened);
+    /// `None` where `fstat` fails.
+    pub fn current_len(&self) -> Option<u64> {
+        self.inner.file.metadata().ok().map(|m| m.len())
     }
 
     /// Reads up to `buf.len()` bytes at `offset` of a file opened through

@@ -26,6 +26,7 @@ mod error;
 mod fault;
 pub mod fiemap;
 mod file;
+mod mapping;
 mod plan;
 mod sched;
 mod worker;

@@ -74,10 +74,17 @@ struct BlockEntry {
 }
 
 /// Writes a pack. Add assets in the order they should be read (the data
-/// region follows it), then call [`PackWriter::finish`]; a writer dropped
-/// unfinished leaves a file `Pack::open` rejects.
+/// region follows it), then call [`PackWriter::finish`].
+///
+/// The pack is written to a temporary file beside `path` and renamed over
+/// it by `finish`, so a pack that a runtime has open (and may have mapped:
+/// `RuntimeConfig::map_cached_files`) is replaced, never cut short under
+/// it; a writer dropped unfinished removes its temporary file and leaves
+/// `path` as it was.
 pub struct PackWriter {
     path: PathBuf,
+    /// Where the bytes go until `finish` renames it to `path`.
+    tmp: PathBuf,
     out: BufWriter<File>,
     opts: WriterOptions,
     blocks: Vec<BlockEntry>,
@@ -88,17 +95,32 @@ pub struct PackWriter {
     uncompressed: u64,
 }
 
+impl Drop for PackWriter {
+    fn drop(&mut self) {
+        // After `finish` the temporary file has been renamed: nothing to
+        // remove. Unfinished, it is removed; `path` is untouched.
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
 impl PackWriter {
-    /// Creates (or truncates) `path` and starts a pack.
+    /// Starts a pack that `finish` puts at `path` (replacing any file there).
     pub fn create(path: impl AsRef<Path>, opts: WriterOptions) -> Result<PackWriter, PackError> {
         let path = path.as_ref().to_path_buf();
-        let file = File::create(&path).map_err(|e| PackError::io("create", &path, 0, 0, e))?;
+        let mut name = path.file_name().unwrap_or_default().to_os_string();
+        // Unique per writer, so two writers of one path never share it.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        name.push(format!(".{}-{n}.tmp", std::process::id()));
+        let tmp = path.with_file_name(name);
+        let file = File::create(&tmp).map_err(|e| PackError::io("create", &tmp, 0, 0, e))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         // The header is written last; the data region starts on a sector.
         out.write_all(&[0u8; format::DATA_ALIGN as usize])
             .map_err(|e| PackError::io("write", &path, 0, format::DATA_ALIGN, e))?;
         Ok(PackWriter {
             path,
+            tmp,
             out,
             opts,
             blocks: Vec::new(),
@@ -441,6 +463,8 @@ impl PackWriter {
         self.out.seek(SeekFrom::Start(0)).map_err(werr)?;
         self.out.write_all(&header.encode()).map_err(werr)?;
         self.out.flush().map_err(werr)?;
+        std::fs::rename(&self.tmp, &self.path)
+            .map_err(|e| PackError::io("rename the finished pack to", &self.path, 0, 0, e))?;
         Ok(PackSummary {
             assets: self.assets.len() as u32,
             blocks: self.blocks.len() as u32,
@@ -448,5 +472,40 @@ impl PackWriter {
             stored: self.data_len,
             file_len: toc_offset + toc.len() as u64,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_pack_appears_at_its_path_only_when_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.gspk");
+        std::fs::write(&path, b"the old file").unwrap();
+        // Dropped unfinished: the old file stays, the temporary one goes.
+        let mut w = PackWriter::create(&path, WriterOptions::default()).unwrap();
+        w.add_blob("a", &[7u8; 1000]).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read(&path).unwrap(), b"the old file");
+        assert_eq!(names(dir.path()), ["p.gspk"]);
+        // Finished: the pack replaces it.
+        let mut w = PackWriter::create(&path, WriterOptions::default()).unwrap();
+        w.add_blob("a", &[7u8; 1000]).unwrap();
+        w.finish().unwrap();
+        assert_eq!(names(dir.path()), ["p.gspk"]);
+        let pack = crate::pack::Pack::open(&path).unwrap();
+        assert!(pack.find("a").is_some());
     }
 }

@@ -2,8 +2,9 @@
 //! each, straight into its final place: the request's host memory, or its
 //! slot of mapped staging (for GPU destinations).
 
-use crossbeam::channel::{Receiver, Sender};
+use crossbeam::channel::{Receiver, Sender, TryRecvError};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -22,33 +23,63 @@ type Task = Box<dyn FnOnce() + Send + 'static>;
 pub(crate) struct Pool {
     tx: Option<Sender<Task>>,
     threads: Vec<std::thread::JoinHandle<()>>,
+    /// Tasks sent and not yet taken by a thread.
+    waiting: Arc<AtomicUsize>,
 }
 
 impl Pool {
-    pub(crate) fn new(n: usize) -> std::io::Result<Pool> {
+    /// Starts `n` threads. Each calls `before_wait` whenever it finds no task
+    /// waiting, before it blocks, and once more before it ends: where a
+    /// thread that holds results back (see `Pool::waiting`) hands them on.
+    pub(crate) fn new(n: usize, before_wait: fn()) -> std::io::Result<Pool> {
         let (tx, rx): (Sender<Task>, Receiver<Task>) = crossbeam::channel::unbounded();
+        let waiting = Arc::new(AtomicUsize::new(0));
         let threads = (0..n.max(1))
             .map(|i| {
                 let rx = rx.clone();
+                let waiting = waiting.clone();
                 std::thread::Builder::new()
                     .name(format!("gpustream-decode-{i}"))
                     .spawn(move || {
-                        while let Ok(task) = rx.recv() {
+                        loop {
+                            let task = match rx.try_recv() {
+                                Ok(t) => t,
+                                Err(TryRecvError::Disconnected) => break,
+                                Err(TryRecvError::Empty) => {
+                                    before_wait();
+                                    match rx.recv() {
+                                        Ok(t) => t,
+                                        Err(_) => break,
+                                    }
+                                }
+                            };
+                            waiting.fetch_sub(1, Ordering::Relaxed);
                             task();
                         }
+                        before_wait();
                     })
             })
             .collect::<std::io::Result<_>>()?;
         Ok(Pool {
             tx: Some(tx),
             threads,
+            waiting,
         })
     }
 
     pub(crate) fn spawn(&self, f: impl FnOnce() + Send + 'static) {
         if let Some(tx) = &self.tx {
+            self.waiting.fetch_add(1, Ordering::Relaxed);
             let _ = tx.send(Box::new(f));
         }
+    }
+
+    /// The count of tasks sent and not yet taken, for a task to read: a
+    /// task that finds others still waiting may hold its results back and
+    /// hand them on with a later task's, so the thread that takes them is
+    /// woken once for several tasks.
+    pub(crate) fn waiting(&self) -> Arc<AtomicUsize> {
+        self.waiting.clone()
     }
 }
 
@@ -88,12 +119,15 @@ pub(crate) struct RunPartDone {
 /// place, reporting each through `report` (the run's last part last).
 /// `jobs[i]` is part `i`'s job (`None`: it ended meanwhile).
 ///
-/// Each block is read on its own, just before it is checked and decoded,
-/// as a hand-written loop reads: the block's bytes (at most 64 KiB) are
-/// still in this core's cache when crc32c and the decoder go over them,
-/// where a whole run read first (up to `max_read`, 1 MiB) would have left
-/// the cache by the time its last blocks are decoded. A block that several
-/// parts of the run share is read once.
+/// A block's stored bytes come from the file's mapping where it has one
+/// (`IoFile::map_for_reads`): crc32c and the decoder read them where the
+/// page cache holds them, with no copy. Otherwise each block is read on its
+/// own with `pread`, just before it is checked and decoded, as a
+/// hand-written loop reads: its bytes (at most 64 KiB) are still in this
+/// core's cache when crc32c and the decoder go over them, where a whole
+/// run read first (up to `max_read`, 1 MiB) would have left the cache by
+/// the time its last blocks are decoded. A block that several parts of the
+/// run share is read once.
 pub(crate) fn read_and_decode(
     pf: &PackFile,
     parts: Vec<RunPart>,
@@ -113,7 +147,14 @@ pub(crate) fn read_and_decode(
                 None => (None, None),
             };
             let mut read = None;
-            if job.is_some() && !matches!(&held, Some((o, l, _)) if *o == offset && *l == stored) {
+            let mapped = job
+                .as_ref()
+                .and_then(|_| pf.file.mapped(offset, stored as usize));
+            if mapped.is_some() {
+                read = Some((stored as u64, t.elapsed().as_nanos() as u64));
+            } else if job.is_some()
+                && !matches!(&held, Some((o, l, _)) if *o == offset && *l == stored)
+            {
                 let len = stored as usize;
                 if buf.len() < len {
                     buf.resize(len.max(MAX_BLOCK_SIZE), 0);
@@ -125,15 +166,20 @@ pub(crate) fn read_and_decode(
                 ));
                 held = Some((offset, stored, got));
             }
-            let (result, copied) = match (&held, &job) {
-                (_, None) | (None, _) => (Err(RequestError::Cancelled), 0),
-                (Some((_, _, Err(e))), _) => (
+            let (result, copied) = match (mapped, &held, &job) {
+                (_, _, None) => (Err(RequestError::Cancelled), 0),
+                (Some(bytes), _, Some(j)) => {
+                    let (r, copied) = decode_part(&part, bytes, &j.ctl, j.claim.as_ref(), writer);
+                    (cut_short(pf, &part, r), copied)
+                }
+                (None, None, _) => (Err(RequestError::Cancelled), 0),
+                (None, Some((_, _, Err(e))), _) => (
                     Err(RequestError::Io(Arc::new(
                         e.for_range(offset, stored as usize),
                     ))),
                     0,
                 ),
-                (Some((_, _, Ok(got))), _) if *got < stored as usize => (
+                (None, Some((_, _, Ok(got))), _) if *got < stored as usize => (
                     Err(RequestError::ShortRead {
                         file: pf.path().to_path_buf(),
                         block: part.block.describe(),
@@ -143,7 +189,7 @@ pub(crate) fn read_and_decode(
                     }),
                     0,
                 ),
-                (Some(_), Some(j)) => decode_part(
+                (None, Some(_), Some(j)) => decode_part(
                     &part,
                     &buf[..stored as usize],
                     &j.ctl,
@@ -162,6 +208,32 @@ pub(crate) fn read_and_decode(
             });
         }
     });
+}
+
+/// The result of a part decoded from the file's mapping, or a short read
+/// where the file was cut shorter under it: pages past the new end read as
+/// zeros (`io::IoFile::mapping_was_cut`), so a block that failed, or any
+/// block once the mapping is marked, is checked against the file's length
+/// now, and one that no longer fits is reported as `pread` would have.
+fn cut_short(
+    pf: &PackFile,
+    part: &Part,
+    result: Result<(), RequestError>,
+) -> Result<(), RequestError> {
+    if result.is_ok() && !pf.file.mapping_was_cut() {
+        return result;
+    }
+    let (offset, stored) = (part.block.offset, part.block.stored as u64);
+    match pf.file.current_len() {
+        Some(len) if len < offset + stored => Err(RequestError::ShortRead {
+            file: pf.path().to_path_buf(),
+            block: part.block.describe(),
+            offset,
+            needed: stored,
+            got: len.saturating_sub(offset),
+        }),
+        _ => result,
+    }
 }
 
 /// Checks and decodes one block into `out` (its declared size).

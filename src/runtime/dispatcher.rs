@@ -16,6 +16,7 @@
 //! bytes. Checksums are checked where the bytes are hot (CPU threads) or
 //! where they are read anyway (the GPU's check pass).
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -70,6 +71,9 @@ pub(crate) struct Dispatcher {
     cpu_tx: Sender<Vec<CpuDone>>,
     gpu_rx: Receiver<GpuEvent>,
     pool: cpu_decode::Pool,
+    /// A decode thread holds its runs' reports back while more than this
+    /// many tasks wait in the pool (see `spawn_cached`).
+    hold_while: usize,
     jobs: JobTable,
     schedule: Schedule,
     reads: Reads,
@@ -136,7 +140,8 @@ impl Dispatcher {
             cpu_rx,
             cpu_tx,
             gpu_rx,
-            pool: cpu_decode::Pool::new(cpu_threads)?,
+            pool: cpu_decode::Pool::new(cpu_threads, send_held)?,
+            hold_while: cpu_threads.max(1),
             jobs: JobTable::default(),
             schedule: Schedule::default(),
             reads,
@@ -542,23 +547,36 @@ impl Dispatcher {
             .map(|rp| self.jobs.get_arc(rp.part.job))
             .collect();
         let tx = self.cpu_tx.clone();
+        let (waiting, hold_while) = (self.pool.waiting(), self.hold_while);
         self.pool.spawn(move || {
-            let mut done = Vec::with_capacity(parts.len());
-            cpu_decode::read_and_decode(&pf, parts, jobs, |d| {
-                done.push(CpuDone {
-                    staged: d.staged,
-                    part: d.part,
-                    run: None,
-                    cached: Some(CachedRead {
-                        read: d.read,
-                        last: d.last,
-                    }),
-                    result: d.result,
-                    nanos: d.nanos,
-                    copied: d.copied,
+            HELD.with(|held| {
+                let mut held = held.borrow_mut();
+                let (to, done) = &mut *held;
+                to.get_or_insert(tx);
+                cpu_decode::read_and_decode(&pf, parts, jobs, |d| {
+                    done.push(CpuDone {
+                        staged: d.staged,
+                        part: d.part,
+                        run: None,
+                        cached: Some(CachedRead {
+                            read: d.read,
+                            last: d.last,
+                        }),
+                        result: d.result,
+                        nanos: d.nanos,
+                        copied: d.copied,
+                    });
                 });
             });
-            let _ = tx.send(done);
+            // While other runs wait for the pool, this run's reports wait
+            // with them: the submission thread is woken once for several
+            // runs instead of once a run. On two cores each of its turns
+            // preempted a decode thread (issue #10). The runs in flight
+            // are bounded (`Reads::cached_free`), so the held reports go on
+            // at the latest when the pool runs short or idle.
+            if waiting.load(Ordering::Relaxed) <= hold_while {
+                send_held();
+            }
         });
     }
 
@@ -640,6 +658,27 @@ impl Dispatcher {
         g.on_event(e, &self.jobs, &mut done);
         self.finished(done);
     }
+}
+
+thread_local! {
+    /// Reports a decode thread holds back (see `spawn_cached`), and the
+    /// submission thread's channel they go to.
+    static HELD: RefCell<(Option<Sender<Vec<CpuDone>>>, Vec<CpuDone>)> =
+        const { RefCell::new((None, Vec::new())) };
+}
+
+/// Sends a decode thread's held reports on: the pool calls it before a
+/// thread waits for work, and `spawn_cached` when few runs are left waiting.
+fn send_held() {
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        let (to, done) = &mut *held;
+        if !done.is_empty() {
+            if let Some(to) = to {
+                let _ = to.send(std::mem::take(done));
+            }
+        }
+    });
 }
 
 /// Whether a file part's run lands in staging (the GPU reads the stored

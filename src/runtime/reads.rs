@@ -133,7 +133,7 @@ impl Reads {
             bounce_bytes: 0,
             bounce_limit,
             cached_runs: 0,
-            cached_limit: 4 * cpu_threads.max(1),
+            cached_limit: 8 * cpu_threads.max(1),
         }
     }
 
