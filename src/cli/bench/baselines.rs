@@ -21,18 +21,51 @@ use gpustream::pack::{Block, BlockId, Pack};
 use super::cases::HostLayout;
 use super::metrics::{cpu_seconds, median};
 
-/// A baseline's figures, taken like the runtime's: one warm-up pass, then
-/// the median of the timed passes.
+/// A baseline's figures over its timed passes.
 #[derive(Clone, Debug)]
 pub(super) struct Baseline {
     /// What it is, in words.
     pub what: String,
     /// Median GB/s of uncompressed bytes produced.
     pub gbps: f64,
-    /// Whole-process CPU seconds per GB over the timed passes.
+    /// CPU seconds of its own work per GB over the timed passes.
     pub cpu_s_per_gb: f64,
     /// Uncompressed bytes one pass produces.
     pub bytes: u64,
+}
+
+/// One pass of a baseline: its wall time, and the CPU seconds its own work
+/// took.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PassTime {
+    pub wall: Duration,
+    pub cpu: f64,
+}
+
+/// A baseline that bench runs one pass at a time, so that its passes can
+/// alternate with the runtime's and both meet the same machine: on a
+/// shared VM whose host steals CPU time in spells, a baseline timed whole
+/// after the runtime measured another machine (issue #10).
+pub(super) trait BaselineRun {
+    /// One pass (the first one is the warm-up).
+    fn pass(&mut self) -> Result<PassTime, String>;
+    /// What it is, in words.
+    fn what(&self) -> String;
+    /// Uncompressed bytes one pass produces.
+    fn bytes(&self) -> u64;
+}
+
+/// The figures of `passes`, timed passes of `run` (median wall time).
+pub(super) fn summarize(run: &dyn BaselineRun, passes: &[PassTime]) -> Baseline {
+    let bytes = run.bytes();
+    let mut times: Vec<Duration> = passes.iter().map(|p| p.wall).collect();
+    let cpu: f64 = passes.iter().map(|p| p.cpu).sum();
+    Baseline {
+        what: run.what(),
+        gbps: bytes as f64 / median(&mut times) / 1e9,
+        cpu_s_per_gb: cpu / (bytes as f64 * passes.len() as f64 / 1e9).max(1e-12),
+        bytes,
+    }
 }
 
 /// How the hand-written loop runs.
@@ -43,8 +76,6 @@ pub(super) struct LoopConfig {
     pub direct: bool,
     /// Check each block's crc32c (off with `--no-verify`).
     pub verify: bool,
-    /// Timed passes after the warm-up.
-    pub iters: u32,
 }
 
 /// Blocks a thread takes at a time: enough to make the shared counter's
@@ -58,63 +89,87 @@ struct Job<'p, 'm> {
     dst: &'m mut [u8],
 }
 
-/// Runs the hand-written loop over `layout`'s blocks; `tick` is called after
-/// each pass (for a progress bar).
-pub(super) fn hand_loop(
-    pack: &Pack,
-    layout: &HostLayout,
-    cfg: &LoopConfig,
-    mut tick: impl FnMut(),
-) -> Result<Baseline, String> {
-    let path = pack.path();
-    let mut opts = std::fs::OpenOptions::new();
-    opts.read(true);
-    if cfg.direct {
-        opts.custom_flags(libc::O_DIRECT);
-    }
-    let file = opts
-        .open(path)
-        .map_err(|e| format!("baseline: opening {}: {e}", path.display()))?;
-    // 4096 is a multiple of every logical sector size Linux supports.
-    let align: u64 = if cfg.direct { 4096 } else { 1 };
-    let mut memory: Vec<Vec<u8>> = layout.sizes.iter().map(|&n| vec![0u8; n]).collect();
-    let mut jobs = split(&mut memory, layout, pack)?;
-    let bytes: u64 = jobs.iter().map(|j| j.dst.len() as u64).sum();
-    let span = jobs
-        .iter()
-        .map(|j| sector_range(j.block.offset, j.block.stored_size as u64, align).1)
-        .max()
-        .unwrap_or(0) as usize;
-    let codecs: Vec<Codec> = {
-        let mut c: Vec<Codec> = jobs.iter().map(|j| j.block.codec).collect();
-        c.sort_by_key(|c| c.name());
-        c.dedup();
-        c
-    };
-    let mut times = Vec::new();
-    let mut cpu = 0.0;
-    for pass in 0..=cfg.iters {
-        let (c0, t0) = (cpu_seconds(), Instant::now());
-        run_pass(&file, &mut jobs, cfg, align, span, pack)?;
-        if pass > 0 {
-            times.push(t0.elapsed());
-            cpu += cpu_seconds() - c0;
+/// The hand-written loop over a layout's blocks, into host memory it owns
+/// (allocated once, as a user's loop would).
+pub(super) struct HandLoop<'p> {
+    pack: &'p Pack,
+    layout: HostLayout,
+    cfg: LoopConfig,
+    file: File,
+    memory: Vec<Vec<u8>>,
+    align: u64,
+    span: usize,
+    bytes: u64,
+    codecs: String,
+}
+
+impl<'p> HandLoop<'p> {
+    /// Opens the pack's file as `cfg` says and allocates the layout's memory.
+    pub(super) fn new(pack: &'p Pack, layout: HostLayout, cfg: LoopConfig) -> Result<Self, String> {
+        let path = pack.path();
+        let mut opts = std::fs::OpenOptions::new();
+        opts.read(true);
+        if cfg.direct {
+            opts.custom_flags(libc::O_DIRECT);
         }
-        tick();
+        let file = opts
+            .open(path)
+            .map_err(|e| format!("baseline: opening {}: {e}", path.display()))?;
+        // 4096 is a multiple of every logical sector size Linux supports.
+        let align: u64 = if cfg.direct { 4096 } else { 1 };
+        let mut memory: Vec<Vec<u8>> = layout.sizes.iter().map(|&n| vec![0u8; n]).collect();
+        let jobs = split(&mut memory, &layout, pack)?;
+        let bytes: u64 = jobs.iter().map(|j| j.dst.len() as u64).sum();
+        let span = jobs
+            .iter()
+            .map(|j| sector_range(j.block.offset, j.block.stored_size as u64, align).1)
+            .max()
+            .unwrap_or(0) as usize;
+        let mut codecs: Vec<&str> = jobs.iter().map(|j| j.block.codec.name()).collect();
+        codecs.sort();
+        codecs.dedup();
+        let codecs = codecs.join("/");
+        drop(jobs);
+        Ok(HandLoop {
+            pack,
+            layout,
+            cfg,
+            file,
+            memory,
+            align,
+            span,
+            bytes,
+            codecs,
+        })
     }
-    let names: Vec<&str> = codecs.iter().map(|c| c.name()).collect();
-    Ok(Baseline {
-        what: format!(
+}
+
+impl BaselineRun for HandLoop<'_> {
+    fn pass(&mut self) -> Result<PassTime, String> {
+        let mut jobs = split(&mut self.memory, &self.layout, self.pack)?;
+        let t0 = Instant::now();
+        let cpu = run_pass(
+            &self.file, &mut jobs, &self.cfg, self.align, self.span, self.pack,
+        )?;
+        Ok(PassTime {
+            wall: t0.elapsed(),
+            cpu,
+        })
+    }
+
+    fn what(&self) -> String {
+        format!(
             "hand-written: {} threads pread{}{} + {} into host memory",
-            cfg.threads,
-            if cfg.direct { " (O_DIRECT)" } else { "" },
-            if cfg.verify { " + crc32c" } else { "" },
-            names.join("/")
-        ),
-        gbps: bytes as f64 / median(&mut times) / 1e9,
-        cpu_s_per_gb: cpu / (bytes as f64 * cfg.iters as f64 / 1e9).max(1e-12),
-        bytes,
-    })
+            self.cfg.threads,
+            if self.cfg.direct { " (O_DIRECT)" } else { "" },
+            if self.cfg.verify { " + crc32c" } else { "" },
+            self.codecs
+        )
+    }
+
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
 }
 
 /// Cuts the host allocations into one disjoint `&mut` slice per block, so
@@ -158,7 +213,8 @@ fn split<'p, 'm>(
 }
 
 /// One pass: the threads share the job list through a lock around its
-/// batch iterator and stop at the first error.
+/// batch iterator and stop at the first error. Returns the CPU seconds the
+/// threads ran, spawn to end.
 fn run_pass(
     file: &File,
     jobs: &mut [Job<'_, '_>],
@@ -166,23 +222,41 @@ fn run_pass(
     align: u64,
     span: usize,
     pack: &Pack,
-) -> Result<(), String> {
+) -> Result<f64, String> {
     let next = Mutex::new(jobs.chunks_mut(BATCH));
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..cfg.threads.max(1))
-            .map(|_| s.spawn(|| worker(file, &next, cfg.verify, align, span, pack)))
+            .map(|_| {
+                s.spawn(|| {
+                    let r = worker(file, &next, cfg.verify, align, span, pack);
+                    r.map(|()| thread_cpu_seconds())
+                })
+            })
             .collect();
-        let mut first = Ok(());
+        let mut first = Ok(0.0);
         for w in workers {
             let r = w
                 .join()
                 .unwrap_or_else(|_| Err("baseline thread panicked".into()));
-            if first.is_ok() {
-                first = r;
-            }
+            first = match (first, r) {
+                (Ok(a), Ok(b)) => Ok(a + b),
+                (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+            };
         }
         first
     })
+}
+
+/// User plus system CPU seconds the calling thread has run.
+fn thread_cpu_seconds() -> f64 {
+    // SAFETY: `u` is a plain C struct that getrusage fills in; all-zero is
+    // a valid value for it.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is valid and writable for the call; RUSAGE_THREAD cannot
+    // fail on Linux.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 * 1e-6;
+    t(u.ru_utime) + t(u.ru_stime)
 }
 
 fn worker<'a, 'p, 'm>(
@@ -287,53 +361,65 @@ fn read_at_least(file: &File, buf: &mut [u8], offset: u64, need: usize) -> std::
 /// The `queue.write_buffer` loop for stored blocks into a GPU: the same
 /// stored bytes (read into memory first, untimed) written in 32 MiB pieces
 /// into one buffer, a submit after each, then a wait for the GPU.
-pub(super) fn write_buffer_loop(
-    pack: &Pack,
-    ctx: &gpustream::gpu::GpuContext,
-    limit: u64,
-    iters: u32,
-    mut tick: impl FnMut(),
-) -> Result<Baseline, String> {
-    let bytes = std::fs::read(pack.path())
-        .map_err(|e| format!("baseline: reading {}: {e}", pack.path().display()))?;
-    let mut data = Vec::new();
-    for b in pack.blocks() {
-        if data.len() as u64 >= limit {
-            break;
+pub(super) struct WriteBufferLoop<'c> {
+    ctx: &'c gpustream::gpu::GpuContext,
+    data: Vec<u8>,
+    buf: wgpu::Buffer,
+}
+
+/// The pieces the `write_buffer` loop writes at a time.
+const PIECE: usize = 32 << 20;
+
+impl<'c> WriteBufferLoop<'c> {
+    /// Reads the stored bytes of `pack`'s blocks, up to `limit`.
+    pub(super) fn new(
+        pack: &Pack,
+        ctx: &'c gpustream::gpu::GpuContext,
+        limit: u64,
+    ) -> Result<Self, String> {
+        let bytes = std::fs::read(pack.path())
+            .map_err(|e| format!("baseline: reading {}: {e}", pack.path().display()))?;
+        let mut data = Vec::new();
+        for b in pack.blocks() {
+            if data.len() as u64 >= limit {
+                break;
+            }
+            let r = b.offset as usize..b.offset as usize + b.stored_size as usize;
+            if let Some(s) = bytes.get(r) {
+                data.extend_from_slice(s);
+            }
         }
-        let r = b.offset as usize..b.offset as usize + b.stored_size as usize;
-        if let Some(s) = bytes.get(r) {
-            data.extend_from_slice(s);
-        }
+        let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("gpustream bench write_buffer baseline"),
+            size: PIECE as u64,
+            usage: wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Ok(WriteBufferLoop { ctx, data, buf })
     }
-    let piece = 32usize << 20;
-    let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("gpustream bench write_buffer baseline"),
-        size: piece as u64,
-        usage: wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
-    let mut times: Vec<Duration> = Vec::new();
-    let mut cpu = 0.0;
-    for pass in 0..=iters {
+}
+
+impl BaselineRun for WriteBufferLoop<'_> {
+    fn pass(&mut self) -> Result<PassTime, String> {
         let (c0, t0) = (cpu_seconds(), Instant::now());
-        for c in data.chunks(piece) {
+        for c in self.data.chunks(PIECE) {
             let n = c.len() & !3;
-            ctx.queue.write_buffer(&buf, 0, &c[..n]);
-            ctx.queue.submit([]);
+            self.ctx.queue.write_buffer(&self.buf, 0, &c[..n]);
+            self.ctx.queue.submit([]);
         }
-        let _ = ctx.device.poll(wgpu::PollType::wait_indefinitely());
-        if pass > 0 {
-            times.push(t0.elapsed());
-            cpu += cpu_seconds() - c0;
-        }
-        tick();
+        let _ = self.ctx.device.poll(wgpu::PollType::wait_indefinitely());
+        Ok(PassTime {
+            wall: t0.elapsed(),
+            // Its work runs on this thread and wgpu's: the process's time.
+            cpu: cpu_seconds() - c0,
+        })
     }
-    let n = data.len() as u64;
-    Ok(Baseline {
-        what: "queue.write_buffer loop".into(),
-        gbps: n as f64 / median(&mut times) / 1e9,
-        cpu_s_per_gb: cpu / (n as f64 * iters as f64 / 1e9).max(1e-12),
-        bytes: n,
-    })
+
+    fn what(&self) -> String {
+        "queue.write_buffer loop".into()
+    }
+
+    fn bytes(&self) -> u64 {
+        self.data.len() as u64
+    }
 }

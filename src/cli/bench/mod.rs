@@ -29,7 +29,7 @@ use gpustream::runtime::{QueueConfig, RequestError, Runtime, RuntimeConfig};
 use report::{BenchReport, BenchRow};
 
 use super::CliResult;
-use baselines::Baseline;
+use baselines::{Baseline, BaselineRun, PassTime};
 use cases::Targets;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -67,6 +67,11 @@ pub struct Args {
     /// hand-written baseline skips crc32c.
     #[arg(long)]
     no_verify: bool,
+    /// Read buffered packs with `pread` instead of mapping them
+    /// (`RuntimeConfig::map_cached_files = false`), to see what the mapping
+    /// saves.
+    #[arg(long)]
+    no_map: bool,
     /// Deliver into host memory even where a GPU exists (CPU cases only).
     #[arg(long)]
     memory: bool,
@@ -98,6 +103,7 @@ struct Plan {
     buffered: bool,
     sustained: bool,
     verify: bool,
+    map: bool,
     trace: Option<PathBuf>,
     progress: indicatif::ProgressBar,
 }
@@ -182,7 +188,8 @@ pub fn run(args: Args) -> CliResult {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2);
-    let passes = cases.len() as u64 * (staging.len() as u64 + 1) * (iters as u64 + 1);
+    // Per case and staging size: the runtime's and the baseline's passes.
+    let passes = cases.len() as u64 * staging.len() as u64 * 2 * (iters as u64 + 1);
     let progress = indicatif::ProgressBar::new(passes);
     progress.set_style(
         indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} passes  {msg}")
@@ -196,6 +203,7 @@ pub fn run(args: Args) -> CliResult {
         buffered: args.buffered,
         sustained: args.sustained,
         verify: !args.no_verify,
+        map: !args.no_map,
         trace: args.trace.clone(),
         progress,
     };
@@ -226,7 +234,7 @@ pub fn run(args: Args) -> CliResult {
         if let Some(why) = skip {
             notes.push(why.into());
             plan.progress
-                .inc((staging.len() as u64 + 1) * (iters as u64 + 1));
+                .inc(staging.len() as u64 * 2 * (iters as u64 + 1));
             continue;
         }
         let codec = match case.as_str() {
@@ -257,28 +265,24 @@ pub fn run(args: Args) -> CliResult {
             .progress
             .suspend(|| cases::variant(&src, codec, sub_block))?;
         let pack = Pack::open(&path)?;
-        let mut case_rows = Vec::new();
         for &mib in &staging {
             plan.progress.set_message(format!("{case} at {mib} MiB"));
-            let (row, info) = measure(&plan, case, mib, &path, limit)?;
+            let (mut row, base, info) = measure(&plan, case, mib, &path, limit, |direct| {
+                baseline_run(&plan, case, &pack, limit, direct)
+            })?;
             io_backend = info.io_backend;
             bypassed = info.direct;
-            case_rows.push(row);
-        }
-        plan.progress.set_message(format!("{case} baseline"));
-        let base = baseline(&plan, case, &pack, limit, bypassed)?;
-        if base.bytes != case_rows[0].bytes_delivered && case != "none" {
-            notes.push(format!(
-                "{case}: the baseline produces {} bytes per pass, the runtime delivers {}",
-                base.bytes, case_rows[0].bytes_delivered
-            ));
-        }
-        let setting = metrics::Setting {
-            noop,
-            memory: plan.ctx.is_none(),
-            buffered: !bypassed,
-        };
-        for mut row in case_rows {
+            if base.bytes != row.bytes_delivered && case != "none" {
+                notes.push(format!(
+                    "{case}: the baseline produces {} bytes per pass, the runtime delivers {}",
+                    base.bytes, row.bytes_delivered
+                ));
+            }
+            let setting = metrics::Setting {
+                noop,
+                memory: plan.ctx.is_none(),
+                buffered: !bypassed,
+            };
             row.baseline_gbps = base.gbps;
             row.baseline_cpu_s_per_gb = base.cpu_s_per_gb;
             row.baseline = base.what.clone();
@@ -326,19 +330,19 @@ pub fn run(args: Args) -> CliResult {
 }
 
 /// The baseline of a case: the `write_buffer` loop for stored blocks into a
-/// GPU, the hand-written loop otherwise.
-fn baseline(
-    plan: &Plan,
+/// GPU, the hand-written loop otherwise (reading the pack O_DIRECT when
+/// `direct`, as the runtime did).
+fn baseline_run<'a>(
+    plan: &'a Plan,
     case: &str,
-    pack: &Pack,
+    pack: &'a Pack,
     limit: u64,
     direct: bool,
-) -> Result<Baseline, BoxError> {
-    let tick = || plan.progress.inc(1);
+) -> Result<Box<dyn BaselineRun + 'a>, BoxError> {
     match &plan.ctx {
-        Some(ctx) if case == "none" => Ok(baselines::write_buffer_loop(
-            pack, ctx, limit, plan.iters, tick,
-        )?),
+        Some(ctx) if case == "none" => {
+            Ok(Box::new(baselines::WriteBufferLoop::new(pack, ctx, limit)?))
+        }
         ctx => {
             let bc = ctx.as_ref().is_none_or(|c| {
                 c.device
@@ -350,9 +354,8 @@ fn baseline(
                 threads: plan.threads,
                 direct,
                 verify: plan.verify,
-                iters: plan.iters,
             };
-            Ok(baselines::hand_loop(pack, &layout, &cfg, tick)?)
+            Ok(Box::new(baselines::HandLoop::new(pack, layout, cfg)?))
         }
     }
 }
@@ -364,14 +367,18 @@ struct RunInfo {
 }
 
 /// Streams one case at one staging size: a warm-up pass, then the timed
-/// passes; the baseline fields are filled in by the caller.
-fn measure(
+/// passes, each followed by one pass of the baseline that `base` makes
+/// (given whether the runtime reads the pack O_DIRECT), so the two
+/// alternate and meet the same machine. With `--sustained` the runtime's
+/// passes overlap one another, so the baseline's passes follow them all.
+fn measure<'a>(
     plan: &Plan,
     case: &str,
     mib: u64,
     path: &Path,
     limit: u64,
-) -> Result<(BenchRow, RunInfo), BoxError> {
+    base: impl FnOnce(bool) -> Result<Box<dyn BaselineRun + 'a>, BoxError>,
+) -> Result<(BenchRow, Baseline, RunInfo), BoxError> {
     let iters = plan.iters;
     let cfg = RuntimeConfig {
         staging_size: mib << 20,
@@ -384,6 +391,7 @@ fn measure(
             OpenMode::Auto
         },
         io: IoConfig::default(),
+        map_cached_files: plan.map,
         trace: plan.trace.as_ref().map(|t| {
             let mut p = t.clone().into_os_string();
             p.push(format!(".{case}.{mib}MiB"));
@@ -435,6 +443,10 @@ fn measure(
         fence.wait(v);
     }
     plan.progress.inc(1);
+    let mut base = base(pf.is_direct())?;
+    base.pass()?;
+    plan.progress.inc(1);
+    let mut base_passes: Vec<PassTime> = Vec::new();
     let warm = q.stats();
     let busy0 = rt.submit_thread_busy();
     let wgpu0 = rt.wgpu_submit_time();
@@ -465,9 +477,20 @@ fn measure(
             fence.wait(v);
             times.push(t0.elapsed());
             plan.progress.inc(1);
+            base_passes.push(base.pass()?);
+            plan.progress.inc(1);
         }
     }
-    let cpu = metrics::cpu_seconds() - cpu0;
+    // The baseline's own CPU time is taken out of the process's: its
+    // passes ran inside this window when they alternated.
+    let cpu = metrics::cpu_seconds() - cpu0 - base_passes.iter().map(|p| p.cpu).sum::<f64>();
+    if plan.sustained {
+        for _ in 0..iters {
+            base_passes.push(base.pass()?);
+            plan.progress.inc(1);
+        }
+    }
+    let baseline = baselines::summarize(&*base, &base_passes);
     let busy = rt.submit_thread_busy().saturating_sub(busy0);
     let wgpu_submit = rt.wgpu_submit_time().saturating_sub(wgpu0);
     let busy_cpu = metrics::submit_thread_cpu()
@@ -531,7 +554,7 @@ fn measure(
         io_backend: rt.io_backend(),
         direct: pf.is_direct(),
     };
-    Ok((row, info))
+    Ok((row, baseline, info))
 }
 
 /// Failed requests are an error, except on the noop adapter where a GPU
