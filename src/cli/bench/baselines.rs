@@ -53,6 +53,9 @@ pub(super) trait BaselineRun {
     fn what(&self) -> String;
     /// Uncompressed bytes one pass produces.
     fn bytes(&self) -> u64;
+    /// Whether its passes alternate with the runtime's (false: they run
+    /// after the runtime is gone).
+    fn alternates(&self) -> bool;
 }
 
 /// The figures of `passes`, timed passes of `run` (median wall time).
@@ -169,6 +172,10 @@ impl BaselineRun for HandLoop<'_> {
 
     fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    fn alternates(&self) -> bool {
+        true
     }
 }
 
@@ -421,5 +428,12 @@ impl BaselineRun for WriteBufferLoop<'_> {
 
     fn bytes(&self) -> u64 {
         self.data.len() as u64
+    }
+
+    /// It records on the runtime's device: with the runtime alive, its
+    /// passes ran 3x slower on the noop adapter (shared device state), so
+    /// it runs after the runtime is dropped.
+    fn alternates(&self) -> bool {
+        false
     }
 }

@@ -369,8 +369,10 @@ struct RunInfo {
 /// Streams one case at one staging size: a warm-up pass, then the timed
 /// passes, each followed by one pass of the baseline that `base` makes
 /// (given whether the runtime reads the pack O_DIRECT), so the two
-/// alternate and meet the same machine. With `--sustained` the runtime's
-/// passes overlap one another, so the baseline's passes follow them all.
+/// alternate and meet the same machine. Baselines that do not alternate
+/// (`BaselineRun::alternates`), and every baseline with `--sustained`
+/// (whose runtime passes overlap one another), run after the runtime is
+/// dropped.
 fn measure<'a>(
     plan: &Plan,
     case: &str,
@@ -444,8 +446,11 @@ fn measure<'a>(
     }
     plan.progress.inc(1);
     let mut base = base(pf.is_direct())?;
-    base.pass()?;
-    plan.progress.inc(1);
+    let alternate = !plan.sustained && base.alternates();
+    if alternate {
+        base.pass()?;
+        plan.progress.inc(1);
+    }
     let mut base_passes: Vec<PassTime> = Vec::new();
     let warm = q.stats();
     let busy0 = rt.submit_thread_busy();
@@ -477,20 +482,19 @@ fn measure<'a>(
             fence.wait(v);
             times.push(t0.elapsed());
             plan.progress.inc(1);
-            base_passes.push(base.pass()?);
-            plan.progress.inc(1);
+            if alternate {
+                // The fence fires before the runtime's threads finish their
+                // bookkeeping (claims released, handles dropped); let them
+                // go idle, so the baseline's pass runs alone.
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                base_passes.push(base.pass()?);
+                plan.progress.inc(1);
+            }
         }
     }
     // The baseline's own CPU time is taken out of the process's: its
     // passes ran inside this window when they alternated.
     let cpu = metrics::cpu_seconds() - cpu0 - base_passes.iter().map(|p| p.cpu).sum::<f64>();
-    if plan.sustained {
-        for _ in 0..iters {
-            base_passes.push(base.pass()?);
-            plan.progress.inc(1);
-        }
-    }
-    let baseline = baselines::summarize(&*base, &base_passes);
     let busy = rt.submit_thread_busy().saturating_sub(busy0);
     let wgpu_submit = rt.wgpu_submit_time().saturating_sub(wgpu0);
     let busy_cpu = metrics::submit_thread_cpu()
@@ -554,6 +558,20 @@ fn measure<'a>(
         io_backend: rt.io_backend(),
         direct: pf.is_direct(),
     };
+    if !alternate {
+        // Sustained passes overlap one another, and the `write_buffer` loop
+        // shares the runtime's device (alive, it made that loop 3x slower
+        // on noop): these baselines run after the runtime is gone.
+        drop((q, sets, pf, rt));
+        for pass in 0..=iters {
+            let p = base.pass()?;
+            if pass > 0 {
+                base_passes.push(p);
+            }
+            plan.progress.inc(1);
+        }
+    }
+    let baseline = baselines::summarize(&*base, &base_passes);
     Ok((row, baseline, info))
 }
 
