@@ -371,7 +371,8 @@ fn read_at_least(file: &File, buf: &mut [u8], offset: u64, need: usize) -> std::
 pub(super) struct WriteBufferLoop<'c> {
     ctx: &'c gpustream::gpu::GpuContext,
     data: Vec<u8>,
-    buf: wgpu::Buffer,
+    /// Made on the first pass, after the runtime is gone (see `alternates`).
+    buf: Option<wgpu::Buffer>,
 }
 
 /// The pieces the `write_buffer` loop writes at a time.
@@ -396,22 +397,29 @@ impl<'c> WriteBufferLoop<'c> {
                 data.extend_from_slice(s);
             }
         }
-        let buf = ctx.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("gpustream bench write_buffer baseline"),
-            size: PIECE as u64,
-            usage: wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        Ok(WriteBufferLoop { ctx, data, buf })
+        Ok(WriteBufferLoop {
+            ctx,
+            data,
+            buf: None,
+        })
     }
 }
 
 impl BaselineRun for WriteBufferLoop<'_> {
     fn pass(&mut self) -> Result<PassTime, String> {
+        let device = &self.ctx.device;
+        let buf = self.buf.get_or_insert_with(|| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("gpustream bench write_buffer baseline"),
+                size: PIECE as u64,
+                usage: wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            })
+        });
         let (c0, t0) = (cpu_seconds(), Instant::now());
         for c in self.data.chunks(PIECE) {
             let n = c.len() & !3;
-            self.ctx.queue.write_buffer(&self.buf, 0, &c[..n]);
+            self.ctx.queue.write_buffer(buf, 0, &c[..n]);
             self.ctx.queue.submit([]);
         }
         let _ = self.ctx.device.poll(wgpu::PollType::wait_indefinitely());
