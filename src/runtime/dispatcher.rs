@@ -660,11 +660,12 @@ impl Dispatcher {
     }
 }
 
+/// Reports a decode thread holds back (see `spawn_cached`), and the
+/// submission thread's channel they go to.
+type Held = (Option<Sender<Vec<CpuDone>>>, Vec<CpuDone>);
+
 thread_local! {
-    /// Reports a decode thread holds back (see `spawn_cached`), and the
-    /// submission thread's channel they go to.
-    static HELD: RefCell<(Option<Sender<Vec<CpuDone>>>, Vec<CpuDone>)> =
-        const { RefCell::new((None, Vec::new())) };
+    static HELD: RefCell<Held> = const { RefCell::new((None, Vec::new())) };
 }
 
 /// Sends a decode thread's held reports on: the pool calls it before a
