@@ -84,7 +84,10 @@ mkdir -p "$work"
 if [ "$quick" = 1 ]; then
     lz4_args=(--batches 16,32 --runs 1 --demo-size 4MiB)
     bench_args=(--staging 64 --demo-mib 16 --iters 1)
-    vt_args=(--textures 2 --size 1024 --format bc7 --pool 64 --frames 30)
+    # Four terrain patches: with two, the camera path sees only what the
+    # packed mips hold and no tile streams (0 tiles, seen 2026-12-02/03);
+    # with four, 13 tiles (0.8 MiB) stream in 30 frames, about 13 s here.
+    vt_args=(--textures 4 --size 1024 --format bc7 --pool 64 --frames 30)
     probe_sizes=64,256
     limits=(60 240 120 120 120)
 else
