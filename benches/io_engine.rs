@@ -1,6 +1,9 @@
 //! Engine overhead benchmarks (criterion): the coalescing planner, and
 //! reading a page-cached file through the engine vs plain `pread` in the
-//! same run, so the ratio shows the engine's own cost without the disk.
+//! same run, so the ratio shows the engine's own cost without the disk;
+//! and a CPU decode thread's way to a block's bytes in the page cache,
+//! `pread` + crc32c against the file's mapping + crc32c, with the mapping
+//! made fresh each time (a pack streamed once) or kept (issue #10).
 //!
 //! Run: `cargo bench --bench io_engine`. Disk throughput is measured by
 //! `gpustream sweep` (see docs/io.md), not here.
@@ -94,5 +97,63 @@ fn cached_reads(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, planner, cached_reads);
+/// 48 KiB blocks (a 64 KiB tile at the demo pack's ratio) of a page-cached
+/// file checked with crc32c: read with `pread` into one buffer, or taken
+/// from the file's read-only mapping (`IoFile::mapped`) as the runtime's
+/// CPU decode threads take them.
+fn mapped_reads(c: &mut Criterion) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mapped.bin");
+    let len = 32usize << 20;
+    let data: Vec<u8> = (0..len as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(&data)
+        .unwrap();
+    let engine = IoEngine::new(IoConfig::default()).unwrap();
+    let block = 48usize << 10;
+    let blocks = len / block;
+    let mut g = c.benchmark_group("page cache to crc32c, 48 KiB blocks");
+    g.throughput(Throughput::Bytes((blocks * block) as u64));
+    g.sample_size(20);
+    let file = engine.open(&path, OpenMode::Buffered).unwrap();
+    let mut buf = vec![0u8; block];
+    g.bench_function("pread + crc32c", |b| {
+        b.iter(|| {
+            let mut acc = 0u32;
+            for i in 0..blocks {
+                let n = file.read_cached((i * block) as u64, &mut buf).unwrap();
+                acc ^= crc32c::crc32c(&buf[..n]);
+            }
+            acc
+        })
+    });
+    let kept = engine.open(&path, OpenMode::Buffered).unwrap();
+    assert!(kept.map_for_reads(), "the file could not be mapped");
+    g.bench_function("mapping kept + crc32c", |b| {
+        b.iter(|| {
+            let mut acc = 0u32;
+            for i in 0..blocks {
+                acc ^= crc32c::crc32c(kept.mapped((i * block) as u64, block).unwrap());
+            }
+            acc
+        })
+    });
+    g.bench_function("fresh mapping + crc32c", |b| {
+        b.iter(|| {
+            let f = engine.open(&path, OpenMode::Buffered).unwrap();
+            f.map_for_reads();
+            let mut acc = 0u32;
+            for i in 0..blocks {
+                acc ^= crc32c::crc32c(f.mapped((i * block) as u64, block).unwrap());
+            }
+            acc
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, planner, cached_reads, mapped_reads);
 criterion_main!(benches);
