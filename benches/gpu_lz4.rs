@@ -24,8 +24,11 @@
 //! is one whose output exceeds the device's storage-binding limit.
 //!
 //! Run: `WGPU_BACKEND=vulkan cargo bench --bench gpu_lz4 -- [options]`
-//! - `--paths subgroup-v2,portable-v2,subgroup-v2-wide,portable-v2-wide,subgroup,portable`
-//!   (default: every variant the device runs; `-wide`: v2 with 16-byte stores)
+//! - `--paths subgroup-v2,portable-v2,subgroup-v2-wide,portable-v2-wide,subgroup-v2-pair,portable-v2-pair,subgroup,portable`
+//!   (default: every variant the device runs; `-wide`: v2 with 16-byte
+//!   stores; `-pair`: v2 with two blocks per workgroup, whose storage
+//!   barriers are counted per workgroup and whose turn barriers, where the
+//!   two agree, are in `turn_barriers_per_block` in `--json`)
 //! - `--batches 64,256,1024` (default 1024,2048,4096,8192,16384)
 //! - `--corpora demo,bc7,binary,demo-16k` (default all four)
 //! - `--runs N` timed runs per batch, median reported (default 5)
@@ -556,6 +559,7 @@ fn main() {
                     "ratio": ratio,
                     "sequences_per_block": counts.sequences as f64 / sampled,
                     "barriers_per_block": counts.barriers as f64 / sampled,
+                    "turn_barriers_per_block": counts.turn_barriers as f64 / sampled,
                     "window_loads_per_block": counts.window_loads as f64 / sampled,
                     "wide_stores_per_block": counts.wide_stores as f64 / sampled,
                     "wide_copies_per_block": counts.wide_copies as f64 / sampled,

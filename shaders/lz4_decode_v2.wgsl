@@ -167,6 +167,185 @@ fn sequence_quad(dst: Layout, seq: Sequence, p: u32) -> vec4<u32> {
     );
 }
 
+// Parses the sequence at *ip: its token, lengths and offset read through
+// the window, checked against the input and the output space left. On
+// success *ip is past its header and literals, the window covers the next
+// token (loaded now, so the load is in flight while the copy pass runs),
+// *seq is the sequence and *last says whether it is the block's final,
+// literal-only one. Returns STATUS_OK or the error, *ip then being where it
+// was found.
+fn parse_sequence(
+    ip: ptr<function, u32>,
+    op: u32,
+    pending: u32,
+    src_end: u32,
+    dst_size: u32,
+    win: ptr<function, u32>,
+    win_word: ptr<function, u32>,
+    sg_lane: u32,
+    seq: ptr<function, Sequence>,
+    last: ptr<function, bool>,
+) -> u32 {
+    if (*ip >= src_end) {
+        return STATUS_TRUNCATED;
+    }
+    window_cover(*ip, 1u, win, win_word, sg_lane);
+    let token = window_byte(*win, *win_word, *ip);
+    *ip = *ip + 1u;
+
+    var lit_len = token >> 4u;
+    if (lit_len == 15u) {
+        let ext = read_length_ext_win(ip, src_end, dst_size - op, win, win_word, sg_lane);
+        if (ext == LEN_TRUNCATED) {
+            return STATUS_TRUNCATED;
+        }
+        if (ext == LEN_TOO_LONG) {
+            return STATUS_OUTPUT_OVERRUN;
+        }
+        lit_len = lit_len + ext;
+    }
+    if (lit_len > src_end - *ip) {
+        return STATUS_TRUNCATED;
+    }
+    if (lit_len > dst_size - op) {
+        return STATUS_OUTPUT_OVERRUN;
+    }
+    let lit_src = *ip;
+    *ip = *ip + lit_len;
+    let match_start = op + lit_len;
+
+    *last = *ip >= src_end;
+    var offset = 0u;
+    var match_len = 0u;
+    if (!*last) {
+        if (src_end - *ip < 2u) {
+            return STATUS_TRUNCATED;
+        }
+        window_cover(*ip, 2u, win, win_word, sg_lane);
+        offset = window_byte(*win, *win_word, *ip) | (window_byte(*win, *win_word, *ip + 1u) << 8u);
+        if (offset == 0u) {
+            return STATUS_ZERO_OFFSET;
+        }
+        *ip = *ip + 2u;
+        match_len = 4u + (token & 15u);
+        if (match_len == 19u) {
+            let ext = read_length_ext_win(ip, src_end, dst_size - match_start, win, win_word, sg_lane);
+            if (ext == LEN_TRUNCATED) {
+                return STATUS_TRUNCATED;
+            }
+            if (ext == LEN_TOO_LONG) {
+                return STATUS_OUTPUT_OVERRUN;
+            }
+            match_len = match_len + ext;
+        }
+        if (match_len > dst_size - match_start) {
+            return STATUS_OUTPUT_OVERRUN;
+        }
+        if (offset > match_start) {
+            return STATUS_OFFSET_OUT_OF_RANGE;
+        }
+        // Bring in the next token's window now: the load is in flight
+        // while the copy pass runs.
+        if (*ip < src_end) {
+            window_cover(*ip, 1u, win, win_word, sg_lane);
+        }
+    }
+    *seq = Sequence(op, match_start, match_start + match_len, lit_src, offset, pending);
+    return STATUS_OK;
+}
+
+// Whether seq's pass must wait for the stores of earlier passes. A match
+// reads output words below lit_start & ~3 (the rest of its source is this
+// sequence's literals, from the input, or the pending register): words
+// [src_lo / 4, (read_end - 1) / 4]. Only if one of them was written since
+// the last barrier (`dirty` is the first such word) must the pass wait.
+fn fence_needed(seq: Sequence, dirty: u32) -> bool {
+    if (seq.offset == 0u) {
+        return false;
+    }
+    let src_lo = seq.match_start - seq.offset;
+    let out_hi = seq.lit_start & ~3u;
+    if (src_lo >= out_hi) {
+        return false;
+    }
+    let read_end = min(src_lo + min(seq.offset, seq.end - seq.match_start), out_hi);
+    return ((read_end - 1u) >> 2u) >= dirty;
+}
+
+// The cooperative pass of one sequence: whole words [lit_start / 4,
+// end / 4), lane `lane` of `width` writing words lane, lane + width, ...;
+// one `if` for the common short pass (see v1 on lavapipe's loop cap).
+fn copy_pass(dst: Layout, seq: Sequence, lane: u32, width: u32) {
+    let first_word = seq.lit_start >> 2u;
+    let end_word = seq.end >> 2u;
+    let words = end_word - first_word;
+    if (WIDE && dst.row_words == 0u && words > width) {
+        // A long linear pass. Block word w is buffer word base + w.
+        // Words up to the first 16-byte boundary (head) and after the
+        // last whole unit (tail) are single stores, at most three each
+        // (width >= 4); lane i writes unit i, i + width, ... of the rest
+        // with one vec4 store.
+        let base = dst.word0;
+        let head_end = min(end_word, ((base + first_word + 3u) & ~3u) - base);
+        let units = (end_word - head_end) >> 2u;
+        let body_end = head_end + units * 4u;
+        if (lane < head_end - first_word) {
+            let w = first_word + lane;
+            out_store(base + w, sequence_word(dst, seq, w * 4u));
+        }
+        if (lane < end_word - body_end) {
+            let w = body_end + lane;
+            out_store(base + w, sequence_word(dst, seq, w * 4u));
+        }
+        let unit0 = (base + head_end) >> 2u;
+        if (lane < units) {
+            out_store_quad(unit0 + lane, sequence_quad(dst, seq, (head_end + lane * 4u) * 4u));
+        }
+        if (units > width) {
+            for (var u = width + lane; u < units; u = u + width) {
+                out_store_quad(unit0 + u, sequence_quad(dst, seq, (head_end + u * 4u) * 4u));
+            }
+        }
+    } else if (dst.row_words == 0u) {
+        // A linear pass with word stores: every pass without WIDE, and
+        // a short one (at most width words) with it, which is one store
+        // per lane already: units would not save a store instruction, and
+        // the head/tail/unit branches would each run (lavapipe measured
+        // v2 2-3x slower with units on every pass; a GPU warp also runs
+        // every branch one of its lanes takes).
+        if (lane < words) {
+            let w = first_word + lane;
+            out_store(dst.word0 + w, sequence_word(dst, seq, w * 4u));
+        }
+        if (words > width) {
+            for (var w = first_word + width + lane; w < end_word; w = w + width) {
+                out_store(dst.word0 + w, sequence_word(dst, seq, w * 4u));
+            }
+        }
+    } else {
+        // Rows: a row's words need not be contiguous or 16-byte aligned
+        // in the buffer, so lane i writes words i, i + width, ... singly.
+        if (lane < words) {
+            let w = first_word + lane;
+            out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
+        }
+        if (words > width) {
+            for (var w = first_word + width + lane; w < end_word; w = w + width) {
+                out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
+            }
+        }
+    }
+}
+
+// After seq's pass: the first word written since the last barrier.
+fn dirty_after(seq: Sequence, dirty: u32) -> u32 {
+    let first_word = seq.lit_start >> 2u;
+    if ((seq.end >> 2u) != first_word && dirty == NO_WORD) {
+        return first_word;
+    }
+    return dirty;
+}
+
 @compute @workgroup_size(WG)
 fn lz4_decode_v2(
     @builtin(workgroup_id) wg_id: vec3<u32>,
@@ -200,175 +379,20 @@ fn lz4_decode_v2(
 
     // Each iteration consumes at least the token byte.
     loop {
-        if (ip >= src_end) {
-            code = STATUS_TRUNCATED;
+        var seq: Sequence;
+        var last = false;
+        let c = parse_sequence(&ip, op, pending, src_end, dst_size, &win, &win_word, sg_lane, &seq, &last);
+        if (c != STATUS_OK) {
+            code = c;
             err_at = ip;
             break;
         }
-        window_cover(ip, 1u, &win, &win_word, sg_lane);
-        let token = window_byte(win, win_word, ip);
-        ip = ip + 1u;
-
-        var lit_len = token >> 4u;
-        if (lit_len == 15u) {
-            let ext = read_length_ext_win(&ip, src_end, dst_size - op, &win, &win_word, sg_lane);
-            if (ext == LEN_TRUNCATED) {
-                code = STATUS_TRUNCATED;
-                err_at = ip;
-                break;
-            }
-            if (ext == LEN_TOO_LONG) {
-                code = STATUS_OUTPUT_OVERRUN;
-                err_at = ip;
-                break;
-            }
-            lit_len = lit_len + ext;
+        if (fence_needed(seq, dirty)) {
+            storageBarrier();
+            dirty = NO_WORD;
         }
-        if (lit_len > src_end - ip) {
-            code = STATUS_TRUNCATED;
-            err_at = ip;
-            break;
-        }
-        if (lit_len > dst_size - op) {
-            code = STATUS_OUTPUT_OVERRUN;
-            err_at = ip;
-            break;
-        }
-        let lit_src = ip;
-        ip = ip + lit_len;
-        let match_start = op + lit_len;
-
-        let last = ip >= src_end;
-        var offset = 0u;
-        var match_len = 0u;
-        if (!last) {
-            if (src_end - ip < 2u) {
-                code = STATUS_TRUNCATED;
-                err_at = ip;
-                break;
-            }
-            window_cover(ip, 2u, &win, &win_word, sg_lane);
-            offset = window_byte(win, win_word, ip) | (window_byte(win, win_word, ip + 1u) << 8u);
-            if (offset == 0u) {
-                code = STATUS_ZERO_OFFSET;
-                err_at = ip;
-                break;
-            }
-            ip = ip + 2u;
-            match_len = 4u + (token & 15u);
-            if (match_len == 19u) {
-                let ext = read_length_ext_win(&ip, src_end, dst_size - match_start, &win, &win_word, sg_lane);
-                if (ext == LEN_TRUNCATED) {
-                    code = STATUS_TRUNCATED;
-                    err_at = ip;
-                    break;
-                }
-                if (ext == LEN_TOO_LONG) {
-                    code = STATUS_OUTPUT_OVERRUN;
-                    err_at = ip;
-                    break;
-                }
-                match_len = match_len + ext;
-            }
-            if (match_len > dst_size - match_start) {
-                code = STATUS_OUTPUT_OVERRUN;
-                err_at = ip;
-                break;
-            }
-            if (offset > match_start) {
-                code = STATUS_OFFSET_OUT_OF_RANGE;
-                err_at = ip;
-                break;
-            }
-            // Bring in the next token's window now: the load is in flight
-            // while the copy pass runs.
-            if (ip < src_end) {
-                window_cover(ip, 1u, &win, &win_word, sg_lane);
-            }
-        }
-
-        let seq = Sequence(op, match_start, match_start + match_len, lit_src, offset, pending);
-
-        // A match reads output words below lit_start & ~3 (the rest of its
-        // source is this sequence's literals, from the input, or the pending
-        // register): words [src_lo / 4, (read_end - 1) / 4]. Only if one of
-        // them was written since the last barrier must this pass wait.
-        if (offset != 0u) {
-            let src_lo = match_start - offset;
-            let out_hi = op & ~3u;
-            if (src_lo < out_hi) {
-                let read_end = min(src_lo + min(offset, match_len), out_hi);
-                if (((read_end - 1u) >> 2u) >= dirty) {
-                    storageBarrier();
-                    dirty = NO_WORD;
-                }
-            }
-        }
-
-        // The cooperative pass: whole words [lit_start / 4, end / 4); one
-        // `if` for the common short pass (see v1 on lavapipe's loop cap).
-        let first_word = op >> 2u;
-        let end_word = seq.end >> 2u;
-        let words = end_word - first_word;
-        if (WIDE && dst.row_words == 0u && words > WG) {
-            // A long linear pass. Block word w is buffer word base + w.
-            // Words up to the first 16-byte boundary (head) and after the
-            // last whole unit (tail) are single stores, at most three each
-            // (WG >= 4); lane i writes unit i, i + WG, ... of the rest with
-            // one vec4 store.
-            let base = dst.word0;
-            let head_end = min(end_word, ((base + first_word + 3u) & ~3u) - base);
-            let units = (end_word - head_end) >> 2u;
-            let body_end = head_end + units * 4u;
-            if (lane < head_end - first_word) {
-                let w = first_word + lane;
-                out_store(base + w, sequence_word(dst, seq, w * 4u));
-            }
-            if (lane < end_word - body_end) {
-                let w = body_end + lane;
-                out_store(base + w, sequence_word(dst, seq, w * 4u));
-            }
-            let unit0 = (base + head_end) >> 2u;
-            if (lane < units) {
-                out_store_quad(unit0 + lane, sequence_quad(dst, seq, (head_end + lane * 4u) * 4u));
-            }
-            if (units > WG) {
-                for (var u = WG + lane; u < units; u = u + WG) {
-                    out_store_quad(unit0 + u, sequence_quad(dst, seq, (head_end + u * 4u) * 4u));
-                }
-            }
-        } else if (dst.row_words == 0u) {
-            // A linear pass with word stores: every pass without WIDE, and
-            // a short one (at most WG words) with it, which is one store per
-            // lane already: units would not save a store instruction, and
-            // the head/tail/unit branches would each run (lavapipe measured
-            // v2 2-3x slower with units on every pass; a GPU warp also runs
-            // every branch one of its lanes takes).
-            if (lane < words) {
-                let w = first_word + lane;
-                out_store(dst.word0 + w, sequence_word(dst, seq, w * 4u));
-            }
-            if (words > WG) {
-                for (var w = first_word + WG + lane; w < end_word; w = w + WG) {
-                    out_store(dst.word0 + w, sequence_word(dst, seq, w * 4u));
-                }
-            }
-        } else {
-            // Rows: a row's words need not be contiguous or 16-byte aligned
-            // in the buffer, so lane i writes words i, i + WG, ... singly.
-            if (lane < words) {
-                let w = first_word + lane;
-                out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
-            }
-            if (words > WG) {
-                for (var w = first_word + WG + lane; w < end_word; w = w + WG) {
-                    out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
-                }
-            }
-        }
-        if (words != 0u && dirty == NO_WORD) {
-            dirty = first_word;
-        }
+        copy_pass(dst, seq, lane, WG);
+        dirty = dirty_after(seq, dirty);
         // The bytes of the partly filled last word stay pending; they read
         // only words the barrier check above covered.
         pending = sequence_tail(dst, seq, sg_lane);

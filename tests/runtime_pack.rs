@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use gpustream::codec::Codec;
 use gpustream::completion::{Fence, StatusArray, StatusEntry};
+use gpustream::decode::gpu::Lz4DecodePath;
 use gpustream::destinations::HostMemory;
 use gpustream::io::{BackendKind, FaultConfig, IoConfig, OpenMode};
 use gpustream::pack::{AssetId, PackError, PackWriter, TextureFormat, WriterOptions};
@@ -821,6 +822,7 @@ fn stream_textures(
         gpu_decompression,
         staging,
         stored_copy_on_gpu,
+        None,
     )
 }
 
@@ -831,6 +833,7 @@ fn stream_textures_with(
     gpu_decompression: bool,
     staging: u64,
     stored_copy_on_gpu: Option<bool>,
+    lz4_decode_path: Option<Lz4DecodePath>,
 ) {
     let dir = tempfile::tempdir().unwrap();
     let (path, textures) = texture_pack_with(dir.path(), codec, sub_block);
@@ -846,10 +849,14 @@ fn stream_textures_with(
             gpu_decompression,
             stored_copy_on_gpu,
             cpu_threads: 2,
+            lz4_decode_path,
             ..Default::default()
         },
     )
     .unwrap();
+    if let Some(path) = lz4_decode_path.filter(|_| gpu_decompression) {
+        assert_eq!(rt.lz4_decode_path(), Some(path));
+    }
     if gpu_decompression {
         assert_eq!(rt.compression_support(Codec::Lz4), CompressionSupport::Gpu);
     } else {
@@ -1015,8 +1022,48 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
         stream_textures(&ctx, Codec::None, true, 2 << 20, on_gpu);
         // LZ4 in 16 KiB sub-blocks: each decoded to its own rows on the
         // GPU, and on CPU threads.
-        stream_textures_with(&ctx, Codec::Lz4, 16 << 10, true, 1 << 20, on_gpu);
-        stream_textures_with(&ctx, Codec::Lz4, 16 << 10, false, 4 << 20, on_gpu);
+        stream_textures_with(&ctx, Codec::Lz4, 16 << 10, true, 1 << 20, on_gpu, None);
+        stream_textures_with(&ctx, Codec::Lz4, 16 << 10, false, 4 << 20, on_gpu, None);
+    }
+}
+
+/// Every variant of the GPU LZ4 decoder the device runs delivers the same
+/// textures and buffers through the runtime (`RuntimeConfig::lz4_decode_path`),
+/// whole 64 KiB blocks and 16 KiB sub-blocks; one that needs subgroups on a
+/// device without them is refused by name.
+#[test]
+fn every_gpu_lz4_decoder_streams_through_the_runtime() {
+    let Some(ctx) = common::test_device() else {
+        return;
+    };
+    let subgroups = ctx.device.features().contains(wgpu::Features::SUBGROUP);
+    for path in Lz4DecodePath::ALL {
+        if path.needs_subgroups() && !subgroups {
+            let refused = Runtime::new(
+                &ctx.device,
+                &ctx.queue,
+                RuntimeConfig {
+                    lz4_decode_path: Some(path),
+                    ..Default::default()
+                },
+            );
+            match refused {
+                Err(e) => assert!(e.to_string().contains(path.name()), "{e}"),
+                Ok(_) => panic!("{} accepted without subgroups", path.name()),
+            }
+            continue;
+        }
+        eprintln!("{} on {}", path.name(), ctx.describe());
+        stream_textures_with(&ctx, Codec::Lz4, 0, true, 2 << 20, Some(true), Some(path));
+        stream_textures_with(
+            &ctx,
+            Codec::Lz4,
+            16 << 10,
+            true,
+            2 << 20,
+            Some(true),
+            Some(path),
+        );
     }
 }
 

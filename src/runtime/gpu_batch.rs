@@ -270,9 +270,9 @@ impl GpuBatcher {
         self.lost.as_deref()
     }
 
-    /// Whether LZ4 blocks are decoded here.
-    pub fn decodes_lz4(&self) -> bool {
-        self.lz4.is_some()
+    /// The LZ4 decoder's variant, where LZ4 blocks are decoded here.
+    pub fn lz4_path(&self) -> Option<crate::decode::gpu::Lz4DecodePath> {
+        self.lz4.as_ref().map(|p| p.path())
     }
 
     /// What the completion stage reads of this stage's batches.

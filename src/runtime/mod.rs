@@ -78,6 +78,11 @@ pub struct RuntimeConfig {
     /// Decode LZ4 blocks bound for the GPU with the WGSL decoder when the
     /// adapter can (default true); false forces the CPU path.
     pub gpu_decompression: bool,
+    /// The WGSL LZ4 decoder's variant. `None` (default):
+    /// [`crate::decode::gpu::default_path`] picks by adapter. A variant
+    /// that needs subgroups on a device without them is a
+    /// [`RuntimeError::Config`].
+    pub lz4_decode_path: Option<crate::decode::gpu::Lz4DecodePath>,
     /// Check the crc32c of blocks the GPU reads from the pack (default
     /// true), in a GPU pass over the bytes the decode pass reads anyway.
     pub verify_gpu_checksums: bool,
@@ -129,6 +134,7 @@ impl Default for RuntimeConfig {
                 .map(|n| n.get())
                 .unwrap_or(2),
             gpu_decompression: true,
+            lz4_decode_path: None,
             verify_gpu_checksums: true,
             stored_copy_on_gpu: None,
             direct_buffer_blocks: 1024,
@@ -229,7 +235,9 @@ pub(crate) struct RuntimeShared {
     pub config: RuntimeConfig,
     pub engine: IoEngine,
     pub gpu: Option<GpuInfo>,
-    pub gpu_lz4: bool,
+    /// The GPU LZ4 decoder's variant, where LZ4 blocks bound for the GPU
+    /// are decoded there.
+    pub gpu_lz4: Option<crate::decode::gpu::Lz4DecodePath>,
     /// Stored blocks and CPU output go to GPU destinations through the GPU's
     /// stored-copy pass (else: laid out by CPU threads, copied directly).
     pub stored_on_gpu: bool,
@@ -327,9 +335,16 @@ impl Runtime {
                 // The decoder has a portable path for every adapter with
                 // compute shaders, and a subgroup path where the adapter has
                 // subgroups.
-                let lz4 = config
-                    .gpu_decompression
-                    .then(|| crate::decode::gpu::Lz4DecodePipeline::new(&device));
+                use crate::decode::gpu::Lz4DecodePipeline;
+                let lz4 = match (config.gpu_decompression, config.lz4_decode_path) {
+                    (false, _) => None,
+                    (true, None) => Some(Lz4DecodePipeline::new(&device)),
+                    (true, Some(path)) => {
+                        Some(Lz4DecodePipeline::with_path(&device, path).map_err(|e| {
+                            RuntimeError::Config(format!("LZ4 decoder {}: {e}", path.name()))
+                        })?)
+                    }
+                };
                 let batcher = gpu_batch::GpuBatcher::new(
                     device,
                     queue,
@@ -352,7 +367,7 @@ impl Runtime {
             chunk_size: g.ring.chunk_size(),
             staging_total: g.ring.chunk_size() * g.ring.chunk_count() as u64,
         });
-        let gpu_lz4 = gpu_parts.as_ref().is_some_and(|g| g.decodes_lz4());
+        let gpu_lz4 = gpu_parts.as_ref().and_then(|g| g.lz4_path());
         let stored_on_gpu = gpu_parts.as_ref().is_some_and(|g| {
             config
                 .stored_copy_on_gpu
@@ -417,11 +432,17 @@ impl Runtime {
     /// Where `codec` blocks bound for GPU destinations are decoded.
     pub fn compression_support(&self, codec: Codec) -> CompressionSupport {
         match codec {
-            Codec::Lz4 if self.shared.gpu_lz4 => CompressionSupport::Gpu,
+            Codec::Lz4 if self.shared.gpu_lz4.is_some() => CompressionSupport::Gpu,
             // Stored blocks are copied by the GPU's copy engine.
             Codec::None if self.adapter_gpu => CompressionSupport::Gpu,
             _ => CompressionSupport::Cpu,
         }
+    }
+
+    /// The variant of the WGSL LZ4 decoder this runtime runs, or `None` where
+    /// LZ4 blocks are decoded on CPU threads.
+    pub fn lz4_decode_path(&self) -> Option<crate::decode::gpu::Lz4DecodePath> {
+        self.shared.gpu_lz4
     }
 
     /// The I/O backend in use ("io_uring" or "threads").

@@ -266,7 +266,7 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
     match block.codec {
         Codec::None if rt.stored_on_gpu => Class::Raw,
         Codec::None => Class::Cpu,
-        Codec::Lz4 if rt.gpu_lz4 => Class::GpuLz4,
+        Codec::Lz4 if rt.gpu_lz4.is_some() => Class::GpuLz4,
         _ => Class::Cpu,
     }
 }

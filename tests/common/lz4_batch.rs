@@ -3,7 +3,9 @@
 //! with the same bytes: the harness of the GPU decoder tests and the `gpu_lz4` bench (which
 //! includes this file by path).
 
-use gpustream::decode::cpu_twin::{lz4_decode, lz4_decode_v2_counted, Lz4DecodeCounts};
+use gpustream::decode::cpu_twin::{
+    lz4_decode, lz4_decode_v2_counted, lz4_decode_v2_group, Lz4DecodeCounts,
+};
 use gpustream::decode::gpu::lz4_decode::{read_buffer, Lz4DecodePipeline, Lz4EncodeError};
 use gpustream::decode::Lz4BlockDesc;
 use gpustream::gpu::GpuContext;
@@ -112,8 +114,8 @@ impl Lz4Batch {
         Lz4BatchResult { output, status }
     }
 
-    /// Runs the twin of `pipeline`'s variant (v1 or v2, with its window
-    /// size, lane count and 16-byte stores or not) over the batch, like [`Self::run_twin`], and adds up what the
+    /// Runs the twin of `pipeline`'s variant (v1, v2 or v2 in pairs, with
+    /// its window size, lane count and 16-byte stores or not) over the batch, like [`Self::run_twin`], and adds up what the
     /// v2 twin counts (sequences, barriers, window loads, wide and word
     /// stores; v1's barriers are counted as one per pass and all its stores
     /// as single words, as it runs them).
@@ -125,6 +127,29 @@ impl Lz4Batch {
         let input = self.input_words();
         let mut output = initial.to_vec();
         let mut total = Lz4DecodeCounts::default();
+        if pipeline.path().is_pair() {
+            // The pair twin: the blocks of each workgroup in turns.
+            let mut status = Vec::with_capacity(self.descs.len());
+            for group in self
+                .descs
+                .chunks(pipeline.path().blocks_per_workgroup() as usize)
+            {
+                let (words, counts) = lz4_decode_v2_group(
+                    group,
+                    &input,
+                    &mut output,
+                    pipeline.window_words(),
+                    pipeline.workgroup_size(),
+                );
+                status.extend(words);
+                total.sequences += counts.sequences;
+                total.barriers += counts.barriers;
+                total.turn_barriers += counts.turn_barriers;
+                total.window_loads += counts.window_loads;
+                total.word_stores += counts.word_stores;
+            }
+            return (Lz4BatchResult { output, status }, total);
+        }
         let status = self
             .descs
             .iter()

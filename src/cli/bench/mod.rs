@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use gpustream::codec::Codec;
 use gpustream::completion::Fence;
+use gpustream::decode::gpu::Lz4DecodePath;
 use gpustream::gpu::GpuContext;
 use gpustream::io::{IoConfig, OpenMode};
 use gpustream::pack::Pack;
@@ -72,6 +73,11 @@ pub struct Args {
     /// saves.
     #[arg(long)]
     no_map: bool,
+    /// The GPU LZ4 decoder's variant for the gpu-lz4 cases (`subgroup-v2`,
+    /// `subgroup-v2-pair`, ...: the names `cargo bench --bench gpu_lz4`
+    /// reports). Default: the one the runtime picks for the adapter.
+    #[arg(long, value_name = "NAME")]
+    lz4_path: Option<String>,
     /// Deliver into host memory even where a GPU exists (CPU cases only).
     #[arg(long)]
     memory: bool,
@@ -104,6 +110,7 @@ struct Plan {
     sustained: bool,
     verify: bool,
     map: bool,
+    lz4_path: Option<Lz4DecodePath>,
     trace: Option<PathBuf>,
     progress: indicatif::ProgressBar,
 }
@@ -156,6 +163,16 @@ pub fn run(args: Args) -> CliResult {
                 .into(),
         );
     }
+    let lz4_path = match &args.lz4_path {
+        None => None,
+        Some(name) => Some(Lz4DecodePath::from_name(name).ok_or_else(|| {
+            let names: Vec<_> = Lz4DecodePath::ALL.iter().map(|p| p.name()).collect();
+            format!(
+                "unknown LZ4 decoder '{name}' (expected one of {})",
+                names.join(", ")
+            )
+        })?),
+    };
     let all_cases = ["none", "cpu-lz4", "cpu-zstd", "gpu-lz4", "gpu-lz4-sub"];
     let cases: Vec<String> = args
         .cases
@@ -204,12 +221,14 @@ pub fn run(args: Args) -> CliResult {
         sustained: args.sustained,
         verify: !args.no_verify,
         map: !args.no_map,
+        lz4_path,
         trace: args.trace.clone(),
         progress,
     };
     let mut rows = Vec::new();
     let mut io_backend = String::new();
     let mut bypassed = false;
+    let mut lz4_decoder = None;
     // wgpu's GL backend gives up on its context lock after a second and
     // panics the runtime's poll thread ("Could not lock adapter context")
     // while llvmpipe runs a long decode dispatch; the run then never ends.
@@ -272,6 +291,7 @@ pub fn run(args: Args) -> CliResult {
             })?;
             io_backend = info.io_backend;
             bypassed = info.direct;
+            lz4_decoder = info.lz4.map(|p| p.name().to_string()).or(lz4_decoder);
             if base.bytes != row.bytes_delivered && case != "none" {
                 notes.push(format!(
                     "{case}: the baseline produces {} bytes per pass, the runtime delivers {}",
@@ -309,6 +329,7 @@ pub fn run(args: Args) -> CliResult {
         noop,
         io_backend,
         page_cache_bypassed: bypassed,
+        lz4_decoder,
         verify: plan.verify,
         pack: src.display().to_string(),
         cpu_threads: threads,
@@ -364,6 +385,8 @@ fn baseline_run<'a>(
 struct RunInfo {
     io_backend: String,
     direct: bool,
+    /// The GPU LZ4 decoder the runtime ran, if any.
+    lz4: Option<Lz4DecodePath>,
 }
 
 /// Streams one case at one staging size: a warm-up pass, then the timed
@@ -385,6 +408,7 @@ fn measure<'a>(
     let cfg = RuntimeConfig {
         staging_size: mib << 20,
         gpu_decompression: case.starts_with("gpu-"),
+        lz4_decode_path: plan.lz4_path,
         verify_gpu_checksums: plan.verify,
         cpu_threads: plan.threads,
         open_mode: if plan.buffered {
@@ -557,6 +581,7 @@ fn measure<'a>(
     let info = RunInfo {
         io_backend: rt.io_backend(),
         direct: pf.is_direct(),
+        lz4: rt.lz4_decode_path(),
     };
     if !alternate {
         // Sustained passes overlap one another, and the `write_buffer` loop

@@ -78,6 +78,9 @@ pub struct BenchReport {
     pub io_backend: String,
     /// Whether reads bypassed the page cache.
     pub page_cache_bypassed: bool,
+    /// The GPU LZ4 decoder's variant the gpu-lz4 cases ran (`None`: no
+    /// such case ran on a GPU).
+    pub lz4_decoder: Option<String>,
     /// Whether checksums were checked (off with `--no-verify`).
     pub verify: bool,
     /// The pack streamed.
@@ -111,6 +114,9 @@ pub(super) fn print(r: &BenchReport) {
         r.cpu_threads,
         r.iters
     );
+    if let Some(d) = &r.lz4_decoder {
+        println!("GPU LZ4 decoder: {d}");
+    }
     println!(
         "pack: {}{}",
         r.pack,

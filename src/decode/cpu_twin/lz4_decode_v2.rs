@@ -1,6 +1,8 @@
 //! Twin of `shaders/lz4_decode_v2.wgsl` (entry point `lz4_decode_v2`): one
 //! block decoded the way one workgroup of the v2 shader decodes it, with the
-//! same header window and the same barrier decisions.
+//! same header window and the same barrier decisions. Its steps
+//! ([`BlockDecoder`]) also drive the twin of the pair entry point
+//! (`lz4_decode_v2_pair`).
 //!
 //! The window is modelled as the words the subgroup's lanes hold: header
 //! bytes are read from that copy, not from the input, so a window that fails
@@ -28,8 +30,13 @@ const NO_WORD: u32 = u32::MAX;
 pub struct Lz4DecodeCounts {
     /// Sequences decoded (copy passes run).
     pub sequences: u32,
-    /// Barriers executed (v1 executes one after every pass that writes a word).
+    /// Storage barriers executed (v1 executes one after every pass that
+    /// writes a word; the pair variants count one per workgroup that takes
+    /// it, whichever of its blocks needed it).
     pub barriers: u32,
+    /// Workgroup barriers where the blocks of a pair workgroup agree on the
+    /// storage barrier, one per turn (none on the one-block variants).
+    pub turn_barriers: u32,
     /// Window loads (one coalesced load of `WIN` words each).
     pub window_loads: u32,
     /// 16-byte (vec4) stores: with `WIDE`, the aligned units of linear
@@ -193,140 +200,198 @@ pub fn lz4_decode_v2_counted(
     lanes: u32,
     wide: bool,
 ) -> (u32, Lz4DecodeCounts) {
-    let lanes = lanes.max(4);
-    let mut counts = Lz4DecodeCounts::default();
-    let Some(dst) = check_desc(desc, input.len(), output.len()) else {
-        return (status_code::BAD_DESCRIPTOR, counts);
+    let mut block = match BlockDecoder::new(desc, input, output.len(), window_words, lanes, wide) {
+        Ok(b) => b,
+        Err(word) => return (word, Lz4DecodeCounts::default()),
     };
-    let buf = Buffers { input, output };
-
-    let src_start = desc.src_offset;
-    let src_end = desc.src_offset + desc.src_size;
-    let dst_size = desc.dst_size;
-    let mut ip = src_start;
-    let mut op = 0u32;
-    let mut pending = 0u32;
-    let mut code = status_code::OK;
-    let mut err_at = src_start;
-    let mut win = Window {
-        word: 0,
-        words: [0; MAX_WINDOW_WORDS as usize],
-        size: window_words.clamp(4, MAX_WINDOW_WORDS),
-        loads: 0,
-    };
-    win.load(input, ip >> 2);
-    let mut dirty = NO_WORD;
-    // (buffer word, value) of the current pass.
-    let mut stores: Vec<(u32, u32)> = Vec::new();
-
-    loop {
-        if ip >= src_end {
-            code = status_code::TRUNCATED;
-            err_at = ip;
+    // The shader's loop: parse, wait if the pass needs it, pass.
+    while let Some((seq, last)) = block.parse(input) {
+        if block.fence_needed(seq) {
+            block.counts.barriers += 1;
+            block.fenced();
+        }
+        block.pass(input, output, seq);
+        if last {
             break;
         }
-        win.cover(input, ip, 1);
-        let token = win.byte(ip);
-        ip += 1;
+    }
+    block.finish(output)
+}
+
+/// One block's decode as one workgroup (or one slot of a workgroup) of the
+/// v2 shader runs it: the shader's `parse_sequence`, `fence_needed` and
+/// `copy_pass`, one call each per sequence, so the one-block loop above and
+/// the pair's turns (`lz4_decode_v2_pair`) drive the same steps.
+pub(super) struct BlockDecoder {
+    dst: Layout,
+    src_start: u32,
+    src_end: u32,
+    dst_size: u32,
+    ip: u32,
+    op: u32,
+    pending: u32,
+    code: u32,
+    err_at: u32,
+    win: Window,
+    /// The first output word written since the last barrier.
+    dirty: u32,
+    lanes: u32,
+    wide: bool,
+    /// (buffer word, value) of the current pass.
+    stores: Vec<(u32, u32)>,
+    pub(super) counts: Lz4DecodeCounts,
+}
+
+impl BlockDecoder {
+    /// The decoder of `desc`'s block, or the status word of a descriptor
+    /// the shader rejects.
+    pub(super) fn new(
+        desc: &Lz4BlockDesc,
+        input: &[u32],
+        output_words: usize,
+        window_words: u32,
+        lanes: u32,
+        wide: bool,
+    ) -> Result<BlockDecoder, u32> {
+        let Some(dst) = check_desc(desc, input.len(), output_words) else {
+            return Err(status_code::BAD_DESCRIPTOR);
+        };
+        let mut win = Window {
+            word: 0,
+            words: [0; MAX_WINDOW_WORDS as usize],
+            size: window_words.clamp(4, MAX_WINDOW_WORDS),
+            loads: 0,
+        };
+        win.load(input, desc.src_offset >> 2);
+        Ok(BlockDecoder {
+            dst,
+            src_start: desc.src_offset,
+            src_end: desc.src_offset + desc.src_size,
+            dst_size: desc.dst_size,
+            ip: desc.src_offset,
+            op: 0,
+            pending: 0,
+            code: status_code::OK,
+            err_at: desc.src_offset,
+            win,
+            dirty: NO_WORD,
+            lanes: lanes.max(4),
+            wide,
+            stores: Vec::new(),
+            counts: Lz4DecodeCounts::default(),
+        })
+    }
+
+    /// The shader's `parse_sequence`: the next sequence and whether it is
+    /// the block's last, or `None` once an error is recorded.
+    pub(super) fn parse(&mut self, input: &[u32]) -> Option<(Sequence, bool)> {
+        match self.parse_inner(input) {
+            Ok(next) => Some(next),
+            Err(code) => {
+                self.code = code;
+                self.err_at = self.ip;
+                None
+            }
+        }
+    }
+
+    fn parse_inner(&mut self, input: &[u32]) -> Result<(Sequence, bool), u32> {
+        let (src_end, dst_size, op) = (self.src_end, self.dst_size, self.op);
+        let win = &mut self.win;
+        if self.ip >= src_end {
+            return Err(status_code::TRUNCATED);
+        }
+        win.cover(input, self.ip, 1);
+        let token = win.byte(self.ip);
+        self.ip += 1;
 
         let mut lit_len = token >> 4;
         if lit_len == 15 {
-            match win.read_length_ext(input, &mut ip, src_end, dst_size - op) {
-                Ok(ext) => lit_len += ext,
-                Err(why) => {
-                    code = why;
-                    err_at = ip;
-                    break;
-                }
-            }
+            lit_len += win.read_length_ext(input, &mut self.ip, src_end, dst_size - op)?;
         }
-        if lit_len > src_end - ip {
-            code = status_code::TRUNCATED;
-            err_at = ip;
-            break;
+        if lit_len > src_end - self.ip {
+            return Err(status_code::TRUNCATED);
         }
         if lit_len > dst_size - op {
-            code = status_code::OUTPUT_OVERRUN;
-            err_at = ip;
-            break;
+            return Err(status_code::OUTPUT_OVERRUN);
         }
-        let lit_src = ip;
-        ip += lit_len;
+        let lit_src = self.ip;
+        self.ip += lit_len;
         let match_start = op + lit_len;
 
-        let last = ip >= src_end;
+        let last = self.ip >= src_end;
         let mut offset = 0;
         let mut match_len = 0;
         if !last {
-            if src_end - ip < 2 {
-                code = status_code::TRUNCATED;
-                err_at = ip;
-                break;
+            if src_end - self.ip < 2 {
+                return Err(status_code::TRUNCATED);
             }
-            win.cover(input, ip, 2);
-            offset = win.byte(ip) | (win.byte(ip + 1) << 8);
+            win.cover(input, self.ip, 2);
+            offset = win.byte(self.ip) | (win.byte(self.ip + 1) << 8);
             if offset == 0 {
-                code = status_code::ZERO_OFFSET;
-                err_at = ip;
-                break;
+                return Err(status_code::ZERO_OFFSET);
             }
-            ip += 2;
+            self.ip += 2;
             match_len = 4 + (token & 15);
             if match_len == 19 {
-                match win.read_length_ext(input, &mut ip, src_end, dst_size - match_start) {
-                    Ok(ext) => match_len += ext,
-                    Err(why) => {
-                        code = why;
-                        err_at = ip;
-                        break;
-                    }
-                }
+                match_len +=
+                    win.read_length_ext(input, &mut self.ip, src_end, dst_size - match_start)?;
             }
             if match_len > dst_size - match_start {
-                code = status_code::OUTPUT_OVERRUN;
-                err_at = ip;
-                break;
+                return Err(status_code::OUTPUT_OVERRUN);
             }
             if offset > match_start {
-                code = status_code::OFFSET_OUT_OF_RANGE;
-                err_at = ip;
-                break;
+                return Err(status_code::OFFSET_OUT_OF_RANGE);
             }
             // The next token's window, loaded before the copy pass.
-            if ip < src_end {
-                win.cover(input, ip, 1);
+            if self.ip < src_end {
+                win.cover(input, self.ip, 1);
             }
         }
-
         let seq = Sequence {
             lit_start: op,
             match_start,
             end: match_start + match_len,
             lit_src,
             offset,
-            pending,
+            pending: self.pending,
         };
+        Ok((seq, last))
+    }
 
-        // The barrier decision: does the match read an output word written
-        // since the last barrier?
-        if offset != 0 {
-            let src_lo = match_start - offset;
-            let out_hi = op & !3;
-            if src_lo < out_hi {
-                let read_end = (src_lo + offset.min(match_len)).min(out_hi);
-                if (read_end - 1) >> 2 >= dirty {
-                    counts.barriers += 1;
-                    dirty = NO_WORD;
-                }
-            }
+    /// The shader's `fence_needed`: does the match read an output word
+    /// written since the last barrier?
+    pub(super) fn fence_needed(&self, seq: Sequence) -> bool {
+        if seq.offset == 0 {
+            return false;
         }
+        let src_lo = seq.match_start - seq.offset;
+        let out_hi = seq.lit_start & !3;
+        if src_lo >= out_hi {
+            return false;
+        }
+        let match_len = seq.end - seq.match_start;
+        let read_end = (src_lo + seq.offset.min(match_len)).min(out_hi);
+        (read_end - 1) >> 2 >= self.dirty
+    }
 
-        // The cooperative pass: every value is computed before any store
-        // lands (the lanes run at once), then the stores are applied.
-        let first_word = op >> 2;
+    /// A storage barrier ordered every store so far.
+    pub(super) fn fenced(&mut self) {
+        self.dirty = NO_WORD;
+    }
+
+    /// The shader's `copy_pass` and what follows it: every value is
+    /// computed before any store lands (the lanes run at once), then the
+    /// stores are applied.
+    pub(super) fn pass(&mut self, input: &[u32], output: &mut [u32], seq: Sequence) {
+        let dst = self.dst;
+        let buf = Buffers { input, output };
+        let first_word = seq.lit_start >> 2;
         let end_word = seq.end >> 2;
+        let counts = &mut self.counts;
+        let stores = &mut self.stores;
         stores.clear();
-        if wide && dst.row_words == 0 && end_word - first_word > lanes {
+        if self.wide && dst.row_words == 0 && end_word - first_word > self.lanes {
             // A long linear pass: head words up to the first 16-byte
             // boundary of the buffer, whole units, tail words after the
             // last unit. (Shorter passes are one store per lane already.)
@@ -358,38 +423,39 @@ pub fn lz4_decode_v2_counted(
                 counts.word_stores += 1;
             }
         }
-        for &(at, value) in &stores {
+        for &(at, value) in stores.iter() {
             buf.output[at as usize] = value;
         }
-        if end_word != first_word && dirty == NO_WORD {
-            dirty = first_word;
+        if end_word != first_word && self.dirty == NO_WORD {
+            self.dirty = first_word;
         }
-        pending = buf.sequence_tail(dst, seq);
-        op = seq.end;
+        self.pending = buf.sequence_tail(dst, seq);
+        self.op = seq.end;
         counts.sequences += 1;
-        if last {
-            break;
-        }
     }
 
-    if code == status_code::OK && op != dst_size {
-        code = status_code::SHORT_OUTPUT;
-        err_at = ip;
+    /// Ends the block as the shader's last lines do: the status word (and
+    /// the last partial word written), with the counts.
+    pub(super) fn finish(mut self, output: &mut [u32]) -> (u32, Lz4DecodeCounts) {
+        if self.code == status_code::OK && self.op != self.dst_size {
+            self.code = status_code::SHORT_OUTPUT;
+            self.err_at = self.ip;
+        }
+        self.counts.window_loads = self.win.loads;
+        let word = self.code | ((self.err_at - self.src_start) << 8);
+        finish_block(output, self.dst, self.dst_size, word, self.pending);
+        (word, self.counts)
     }
-    counts.window_loads = win.loads;
-    let word = code | ((err_at - src_start) << 8);
-    finish_block(buf.output, dst, dst_size, word, pending);
-    (word, counts)
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::decode::cpu_twin::lz4_decode::lz4_decode;
 
     /// Bytes with literal runs, short and long repeats and every offset
     /// class, so windows are crossed in every way.
-    fn sample(len: usize, seed: u64) -> Vec<u8> {
+    pub(in crate::decode::cpu_twin) fn sample(len: usize, seed: u64) -> Vec<u8> {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let mut next = move || {
             x ^= x << 13;
@@ -421,7 +487,8 @@ mod tests {
         out
     }
 
-    fn words(bytes: &[u8], lead: usize) -> Vec<u32> {
+    /// `bytes` after `lead` filler bytes, as words, with a spare word.
+    pub(in crate::decode::cpu_twin) fn words(bytes: &[u8], lead: usize) -> Vec<u32> {
         let mut padded = vec![0x5Au8; lead];
         padded.extend_from_slice(bytes);
         padded.resize(padded.len().next_multiple_of(4) + 4, 0);

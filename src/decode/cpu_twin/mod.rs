@@ -4,9 +4,11 @@
 
 pub mod lz4_decode;
 pub mod lz4_decode_v2;
+pub mod lz4_decode_v2_pair;
 
 pub use lz4_decode::{decode_block, lz4_decode};
 pub use lz4_decode_v2::{lz4_decode_v2, lz4_decode_v2_counted, Lz4DecodeCounts};
+pub use lz4_decode_v2_pair::lz4_decode_v2_group;
 pub mod stored_copy;
 pub use stored_copy::stored_copy;
 pub mod crc32c;

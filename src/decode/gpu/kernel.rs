@@ -239,13 +239,24 @@ pub(crate) fn check_batch(
             });
         }
     }
-    let per_dim = limits.max_compute_workgroups_per_dimension.max(1);
-    let grid_x = block_count.min(per_dim);
-    let grid_y = block_count.div_ceil(grid_x);
+    grid(device, block_count, 1)
+}
+
+/// The dispatch grid for `block_count` blocks, `per_group` of them per
+/// workgroup: (x, y) with x the row stride the shaders count blocks by.
+pub(crate) fn grid(
+    device: &wgpu::Device,
+    block_count: u32,
+    per_group: u32,
+) -> Result<(u32, u32), Lz4EncodeError> {
+    let per_dim = device.limits().max_compute_workgroups_per_dimension.max(1);
+    let groups = block_count.div_ceil(per_group.max(1)).max(1);
+    let grid_x = groups.min(per_dim);
+    let grid_y = groups.div_ceil(grid_x);
     if grid_y > per_dim {
         return Err(Lz4EncodeError::TooManyBlocks {
             blocks: block_count as u64,
-            limit: per_dim as u64 * per_dim as u64,
+            limit: per_dim as u64 * per_dim as u64 * per_group.max(1) as u64,
         });
     }
     Ok((grid_x, grid_y))

@@ -1,11 +1,12 @@
 //! The pipeline that runs `shaders/lz4_decode.wgsl` (twin:
 //! `decode::cpu_twin::lz4_decode`) and its v2 entry point
-//! `shaders/lz4_decode_v2.wgsl` (twin: `decode::cpu_twin::lz4_decode_v2`):
-//! many LZ4 blocks per dispatch, one workgroup per block, a status word per
-//! block.
+//! `shaders/lz4_decode_v2.wgsl` (twin: `decode::cpu_twin::lz4_decode_v2`)
+//! with its two-blocks-per-workgroup entry `shaders/lz4_decode_v2_pair.wgsl`:
+//! many LZ4 blocks per dispatch, one workgroup (or one slot of one) per
+//! block, a status word per block.
 
 use crate::decode::gpu::kernel::{
-    check_batch, slice_binding, uniform, upload_table, Access, Kernel, PassBindings,
+    self, check_batch, slice_binding, uniform, upload_table, Access, Kernel, PassBindings,
 };
 use crate::decode::{Lz4BlockDesc, Lz4Status};
 use crate::gpu::GpuContext;
@@ -19,7 +20,12 @@ const SHADER_OUTPUT_QUADS: &str = include_str!("../../../shaders/lz4_output_quad
 const SHADER_V2: &str = include_str!("../../../shaders/lz4_decode_v2.wgsl");
 const SHADER_WINDOW_PORTABLE: &str = include_str!("../../../shaders/lz4_window_portable.wgsl");
 const SHADER_WINDOW_SUBGROUP: &str = include_str!("../../../shaders/lz4_window_subgroup.wgsl");
+const SHADER_V2_PAIR: &str = include_str!("../../../shaders/lz4_decode_v2_pair.wgsl");
 const SUBGROUP_LANE_MARKER: &str = "/*@SUBGROUP_LANE_PARAM@*/";
+const SUBGROUP_SLOT_MARKER: &str = "/*@SUBGROUP_SLOT_PARAMS@*/";
+
+/// Blocks per workgroup of the pair variants (`override BLOCKS`).
+const PAIR_BLOCKS: u32 = 2;
 
 /// Lanes per workgroup on the portable paths: one warp on NVIDIA, half a
 /// wave64 on AMD; sequences are short, so wider groups mostly idle.
@@ -48,15 +54,27 @@ pub enum Lz4DecodePath {
     SubgroupV2Wide,
     /// [`Self::PortableV2`] with the 16-byte stores of [`Self::SubgroupV2Wide`].
     PortableV2Wide,
+    /// [`Self::SubgroupV2`] with two blocks per workgroup, one per subgroup
+    /// (`lz4_decode_v2_pair`): twice the warps a GPU keeps resident where
+    /// it caps the workgroups per multiprocessor (Hopper: 32), for one
+    /// workgroup barrier per sequence, where the two blocks agree on the
+    /// storage barrier.
+    SubgroupV2Pair,
+    /// [`Self::PortableV2`] with two blocks per workgroup, one per 32-lane
+    /// row, as [`Self::SubgroupV2Pair`].
+    PortableV2Pair,
 }
 
 impl Lz4DecodePath {
-    /// Every variant, v2 first (word stores, then 16-byte stores).
-    pub const ALL: [Lz4DecodePath; 6] = [
+    /// Every variant, v2 first (word stores, then 16-byte stores, then two
+    /// blocks per workgroup).
+    pub const ALL: [Lz4DecodePath; 8] = [
         Lz4DecodePath::SubgroupV2,
         Lz4DecodePath::PortableV2,
         Lz4DecodePath::SubgroupV2Wide,
         Lz4DecodePath::PortableV2Wide,
+        Lz4DecodePath::SubgroupV2Pair,
+        Lz4DecodePath::PortableV2Pair,
         Lz4DecodePath::Subgroup,
         Lz4DecodePath::Portable,
     ];
@@ -70,6 +88,8 @@ impl Lz4DecodePath {
             Lz4DecodePath::PortableV2 => "portable-v2",
             Lz4DecodePath::SubgroupV2Wide => "subgroup-v2-wide",
             Lz4DecodePath::PortableV2Wide => "portable-v2-wide",
+            Lz4DecodePath::SubgroupV2Pair => "subgroup-v2-pair",
+            Lz4DecodePath::PortableV2Pair => "portable-v2-pair",
         }
     }
 
@@ -82,11 +102,15 @@ impl Lz4DecodePath {
     pub fn needs_subgroups(self) -> bool {
         matches!(
             self,
-            Lz4DecodePath::Subgroup | Lz4DecodePath::SubgroupV2 | Lz4DecodePath::SubgroupV2Wide
+            Lz4DecodePath::Subgroup
+                | Lz4DecodePath::SubgroupV2
+                | Lz4DecodePath::SubgroupV2Wide
+                | Lz4DecodePath::SubgroupV2Pair
         )
     }
 
-    /// Whether the variant runs the v2 entry point.
+    /// Whether the variant runs v2 (its parse, barrier rule and passes;
+    /// one block per workgroup or, [`Self::is_pair`], two).
     pub fn is_v2(self) -> bool {
         matches!(
             self,
@@ -94,7 +118,26 @@ impl Lz4DecodePath {
                 | Lz4DecodePath::PortableV2
                 | Lz4DecodePath::SubgroupV2Wide
                 | Lz4DecodePath::PortableV2Wide
+                | Lz4DecodePath::SubgroupV2Pair
+                | Lz4DecodePath::PortableV2Pair
         )
+    }
+
+    /// Whether a workgroup decodes two blocks (`lz4_decode_v2_pair`).
+    pub fn is_pair(self) -> bool {
+        matches!(
+            self,
+            Lz4DecodePath::SubgroupV2Pair | Lz4DecodePath::PortableV2Pair
+        )
+    }
+
+    /// Blocks one workgroup decodes.
+    pub fn blocks_per_workgroup(self) -> u32 {
+        if self.is_pair() {
+            PAIR_BLOCKS
+        } else {
+            1
+        }
     }
 
     /// Whether the variant writes long linear passes with 16-byte stores
@@ -110,7 +153,9 @@ impl Lz4DecodePath {
     }
 
     fn entry_point(self) -> &'static str {
-        if self.is_v2() {
+        if self.is_pair() {
+            "lz4_decode_v2_pair"
+        } else if self.is_v2() {
             "lz4_decode_v2"
         } else {
             "lz4_decode"
@@ -120,13 +165,15 @@ impl Lz4DecodePath {
 
 /// The WGSL source of one variant, as the pipeline compiles it.
 pub fn shader_source(path: Lz4DecodePath) -> String {
-    let (lane_param, tail) = if path.needs_subgroups() {
+    let (lane_param, slot_params, tail) = if path.needs_subgroups() {
         (
             "@builtin(subgroup_invocation_id) sg_lane: u32,",
+            "@builtin(subgroup_invocation_id) sg_lane: u32, \
+             @builtin(subgroup_id) sg_id: u32, @builtin(subgroup_size) sg_size: u32,",
             SHADER_TAIL_SUBGROUP,
         )
     } else {
-        ("", SHADER_TAIL_PORTABLE)
+        ("", "", SHADER_TAIL_PORTABLE)
     };
     // v1 and v2 with word stores bind the output as words, v2 with 16-byte
     // stores as 16-byte units (for its vec4 stores); the shared helpers
@@ -146,9 +193,15 @@ pub fn shader_source(path: Lz4DecodePath) -> String {
         };
         source.push_str(SHADER_V2);
         source.push('\n');
+        if path.is_pair() {
+            source.push_str(SHADER_V2_PAIR);
+            source.push('\n');
+        }
         source.push_str(window);
     }
-    source.replace(SUBGROUP_LANE_MARKER, lane_param)
+    source
+        .replace(SUBGROUP_LANE_MARKER, lane_param)
+        .replace(SUBGROUP_SLOT_MARKER, slot_params)
 }
 
 /// The variant [`Lz4DecodePipeline::new`] builds for `device`: the subgroup
@@ -281,13 +334,20 @@ impl Lz4DecodePipeline {
         } else {
             (PORTABLE_WORKGROUP_SIZE, PORTABLE_WORKGROUP_SIZE)
         };
-        // WIN and WIDE exist only in the v2 modules.
+        // WIN and WIDE exist only in the v2 modules, BLOCKS only in the
+        // pair ones.
         let wide = if path.is_wide() { 1.0 } else { 0.0 };
         let constants = [
             ("WG", workgroup_size as f64),
             ("WIN", window_words as f64),
             ("WIDE", wide),
+            ("BLOCKS", path.blocks_per_workgroup() as f64),
         ];
+        let count = match (path.is_v2(), path.is_pair()) {
+            (_, true) => 4,
+            (true, false) => 3,
+            (false, _) => 1,
+        };
         use Access::{Read, ReadWrite, Uniform};
         let kernel = Kernel::new(
             device,
@@ -295,7 +355,7 @@ impl Lz4DecodePipeline {
             &shader_source(path),
             path.entry_point(),
             &[Read, Read, ReadWrite, ReadWrite, Uniform],
-            &constants[..if path.is_v2() { 3 } else { 1 }],
+            &constants[..count],
         );
         Ok(Self {
             kernel,
@@ -310,7 +370,8 @@ impl Lz4DecodePipeline {
         self.path
     }
 
-    /// Lanes per workgroup (one workgroup decodes one block).
+    /// Lanes decoding one block: the workgroup, or one slot of it on the
+    /// pair variants ([`Lz4DecodePath::blocks_per_workgroup`]).
     pub fn workgroup_size(&self) -> u32 {
         self.workgroup_size
     }
@@ -420,6 +481,10 @@ impl Lz4DecodePipeline {
             ],
             block_count,
         )?;
+        let grid = match self.path.blocks_per_workgroup() {
+            1 => grid,
+            n => kernel::grid(device, block_count, n)?,
+        };
         let params = uniform(device, "lz4_decode params", &[block_count, grid.0, 0, 0]);
         self.kernel.dispatch(
             device,
