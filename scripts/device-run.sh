@@ -19,6 +19,9 @@
 #   3. bench-verify.json     gpustream bench --buffered, gpu-lz4 (and on the
 #      bench-noverify.json   16 KiB sub-block pack, gpu-lz4-sub), cpu-lz4,
 #                            none, staging 64/256/1024 MiB, checksums on, off
+#   3b. bench-best.json      gpu-lz4 end to end at the largest staging size
+#                            with the decoder variant step 2 found fastest on
+#                            the demo pack, when that is not the default
 #   4. vt-bench.json         the virtual-texturing --benchmark summary
 #   steps.json               each step's command, exit status and seconds
 # and prints a short table last. Logs of every step sit beside the JSON.
@@ -89,20 +92,22 @@ if [ "$quick" = 1 ]; then
     # with four, 13 tiles (0.8 MiB) stream in 30 frames, about 13 s here.
     vt_args=(--textures 4 --size 1024 --format bc7 --pool 64 --frames 30)
     probe_sizes=64,256
-    limits=(60 240 120 120 120)
+    limits=(60 240 120 120 120 60)
 else
-    # Every variant (six with subgroups: v2 with word and with 16-byte
-    # stores, v1), four corpora (the 16 KiB sub-block one since
-    # 2026-12-02), three batch sizes from 1k to 16k blocks and three timed
-    # runs each, so the step's time stays what it was.
+    # Every variant (eight with subgroups: v2 with word stores, with
+    # 16-byte stores and two blocks per workgroup, each on the subgroup and
+    # the portable path, and v1 on both), four corpora (the 16 KiB
+    # sub-block one since 2026-12-02), three batch sizes from 1k to 16k
+    # blocks and three timed runs each.
     lz4_args=(--batches 1024,4096,16384 --runs 3 --demo-size 1536MiB)
     bench_args=(--staging 64,256,1024 --demo-mib 1024)
     vt_args=()
     probe_sizes=64,256,1024
-    # Seconds per step: probe, decoder bench, bench x2, VT (sum 460 s;
-    # the first bench run builds its 1 GiB demo pack and the none and
-    # sub-block variants of it).
-    limits=(30 170 120 80 60)
+    # Seconds per step: probe, decoder bench, bench x2, VT, best variant
+    # end to end (sum 475 s; the first bench run builds its 1 GiB demo pack
+    # and the none and sub-block variants of it; the decoder bench got 10 s
+    # more when the pair variants came, 2026-12-03).
+    limits=(30 180 110 70 50 35)
 fi
 
 json_str() {
@@ -136,6 +141,22 @@ if "$bin/gpustream" bench --help 2>/dev/null | grep -q -- --no-verify; then
 else
     echo '{"skipped": "this gpustream has no bench --no-verify flag yet"}' >"$OUT/bench-noverify.json"
     steps+=('{"step": "bench-noverify", "skipped": "no --no-verify flag in this gpustream"}')
+fi
+# The variant the decoder bench found fastest on the demo pack at its
+# largest batch (GPU GB/s, wall GB/s where the adapter has no timestamps),
+# end to end, where the runtime's default is another one.
+best=$(awk -F'|' '$2 == " demo " && $3 != " - " && $5 + 0 > 0 {
+        gbps = ($13 ~ /[0-9]/) ? $13 + 0 : $14 + 0
+        if ($5 + 0 > n || ($5 + 0 == n && gbps > top)) { n = $5 + 0; top = gbps; name = $3 }
+    } END { gsub(/ /, "", name); print name }' "$OUT/gpu_lz4.log" 2>/dev/null)
+default=$(sed -n 's/^GPU LZ4 decoder: //p' "$OUT/bench-verify.log" 2>/dev/null | head -1)
+largest=${bench_args[1]##*,}
+if [ -n "$best" ] && [ "$best" != "$default" ]; then
+    step bench-best "${limits[5]}" "$bin/gpustream" bench --buffered --cases gpu-lz4 \
+        --staging "$largest" --demo-mib "${bench_args[3]}" --lz4-path "$best" --json "$OUT/bench-best.json"
+else
+    printf '{"skipped": "the fastest decoder (%s) is the default (%s)"}\n' "$best" "$default" >"$OUT/bench-best.json"
+    steps+=("{\"step\": \"bench-best\", \"skipped\": $(json_str "fastest decoder '$best' is the default '$default'")}")
 fi
 step vt-bench "${limits[4]}" "$(example virtual_texturing)" --benchmark "${vt_args[@]}" --stats "$OUT/vt-bench.csv"
 vt_rc=$?
@@ -173,8 +194,8 @@ for c in demo bc7 binary demo-16k; do
 done
 grep -m3 'panicked' "$OUT/gpu_lz4.log"
 echo
-echo "## end to end (gpustream bench), checksums on / off"
-for f in bench-verify bench-noverify; do
+echo "## end to end (gpustream bench), checksums on / off, fastest decoder"
+for f in bench-verify bench-noverify bench-best; do
     [ -f "$OUT/$f.log" ] || continue
     echo "### $f"
     grep -A5 '^case ' "$OUT/$f.log" | grep -v '^where' || tail -n 5 "$OUT/$f.log"
