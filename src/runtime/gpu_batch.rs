@@ -22,30 +22,29 @@
 //! A batch is flushed when the next chunk does not fit it, or when nothing
 //! more is on its way (the submission thread calls [`GpuBatcher::flush`]
 //! when it runs out of work). Two batches' buffers exist, so one fills while
-//! the other is on the GPU.
+//! the other is on the GPU. This file takes chunks in and keeps the
+//! batches; `flush.rs` builds a batch's descriptor tables and records its
+//! submission.
+
+mod flush;
 
 use super::id_map::IdMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
 
 use crossbeam::channel::Sender;
 
 use crate::completion::gpu_poll::GpuPoller;
 use crate::decode::gpu::{
-    BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, PassBindings,
-    StoredCopyPipeline,
+    BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, StoredCopyPipeline,
 };
-use crate::decode::Lz4Status;
-use crate::destinations::gpu_copies::{plan_outputs, record_copies, DirectRule, PartDest};
 use crate::staging::StagingRing;
 
-use super::batch_status::{lost_error, table, BatchEntry, BatchInFlight, Slots};
-use super::batch_tables::{BatchTables, LocalSlot, RUN_ALIGN};
+use super::batch_status::{lost_error, table};
 use super::complete::{GpuStatus, ToCompletion};
-use super::gpu_direct::{copy_from_chunk, part_dests, record_part_direct};
+use super::gpu_direct::copy_from_chunk;
 use super::job_table::JobTable;
-use super::plan::{BlockData, Class, Part, Place};
+use super::plan::{BlockData, Class, Part};
 use super::RequestError;
 
 /// Callbacks from wgpu, routed back to the submission thread.
@@ -438,330 +437,6 @@ impl GpuBatcher {
         index
     }
 
-    /// Records and submits the open batch. Parts of cancelled requests end
-    /// here as cancelled; the others are pinned until their writes land.
-    pub fn flush(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) {
-        let Some(open) = self.open.take() else {
-            return;
-        };
-        // One pass over the batch, one job lookup per part: cancelled parts
-        // end here, parts the CPU already laid out for their destination
-        // get one plain copy each (`direct`), and every other part's
-        // regions (one, or one per piece) go to `present`, with the span of
-        // them it owns (`None` when its destination is gone).
-        let mut present: Vec<PartDest<'_>> = Vec::with_capacity(open.entries.len());
-        let mut live: Vec<(Entry, Option<std::ops::Range<usize>>)> =
-            Vec::with_capacity(open.entries.len());
-        let mut direct: Vec<Entry> = Vec::new();
-        for e in open.entries {
-            let Some(job) = jobs.get(e.part.job).filter(|j| j.ctl.begin_gpu()) else {
-                done.push((e.part, Err(RequestError::Cancelled)));
-                continue;
-            };
-            if e.part.pitched {
-                direct.push(e);
-                continue;
-            }
-            let from = present.len();
-            let span = part_dests(&e.part, Some(&job.destination), &mut present)
-                .then_some(from..present.len());
-            live.push((e, span));
-        }
-        if live.is_empty() && direct.is_empty() {
-            self.free.push(open.res);
-            return;
-        }
-        let limits = self.device.limits();
-        // Destination buffers with enough parts here are written directly;
-        // only while their runs' padding cannot push the tables past the caps.
-        let direct_rule = (present.len() + RUN_ALIGN * (MAX_DIRECT + 1)
-            <= self.caps.blocks as usize)
-            .then_some(DirectRule {
-                min_parts: self.caps.direct_min,
-                align: limits.min_storage_buffer_offset_alignment as u64,
-                max_binding: limits.max_storage_buffer_binding_size,
-                unit: if self.lz4.as_ref().is_some_and(|p| p.path().is_wide()) {
-                    16
-                } else {
-                    4
-                },
-                max_groups: MAX_DIRECT,
-            });
-        let plan = plan_outputs(&present, direct_rule);
-        let res = &self.res[open.res];
-        let mut tables = BatchTables::new(plan.direct.len());
-        let mut checks = Vec::new();
-        // The last words of buffer outputs that end inside a word (target,
-        // offset): cleared before the passes, so the bytes past the data
-        // are zeros.
-        let mut pad_words: Vec<(Option<usize>, u64)> = Vec::new();
-        let mut pending = Vec::with_capacity(live.len());
-        let fits = plan.size <= res.output.size();
-        for (e, span) in live {
-            let Some(span) = span.filter(|_| fits) else {
-                if let Some(j) = jobs.get(e.part.job) {
-                    j.ctl.end_gpu();
-                }
-                done.push((
-                    e.part,
-                    Err(RequestError::Internal(
-                        "a GPU part lost its destination or scratch".into(),
-                    )),
-                ));
-                continue;
-            };
-            let src = e.src as u32;
-            let lz4 = e.part.class == Class::GpuLz4;
-            // A part's regions share one target: pieces are texture regions,
-            // and a buffer part has one region.
-            let target = plan.places[span.start].direct.map_or(0, |g| g + 1);
-            let first = tables.next(target, lz4);
-            for ((take, place), k) in e.part.outputs().zip(span) {
-                let at = plan.places[k];
-                let (row_bytes, row_pitch) = match place {
-                    Place::Texture { layout, .. } => (layout.row_bytes, at.row_pitch),
-                    _ => (0, 0),
-                };
-                let dst = at.dst_offset as u32;
-                if matches!(place, Place::Buffer { .. }) && (take.end - take.start) % 4 != 0 {
-                    pad_words.push((
-                        at.direct,
-                        at.dst_offset + ((take.end - take.start) & !3) as u64,
-                    ));
-                }
-                if lz4 {
-                    // One descriptor per LZ4 stream: the block, or each of
-                    // its sub-blocks, which start on rows of a tile (the
-                    // reader checks), so each lands on rows of its own.
-                    let subs = match &e.part.block.data {
-                        BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
-                        BlockData::Memory(..) => &[],
-                    };
-                    if subs.is_empty() {
-                        let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
-                        tables.push(target, true, d.with_rows(row_bytes, row_pitch));
-                    }
-                    for sb in subs {
-                        let out = match row_bytes {
-                            0 => sb.offset,
-                            rb => sb.offset / rb * row_pitch,
-                        };
-                        let d = Lz4BlockDesc::linear(
-                            src + sb.stored_offset,
-                            sb.stored_len,
-                            dst + out,
-                            sb.size,
-                        );
-                        tables.push(target, true, d.with_rows(row_bytes, row_pitch));
-                    }
-                    continue;
-                }
-                let desc = {
-                    // Stored or CPU-decoded bytes: a piece is its own range
-                    // of the block, copied by its own descriptor.
-                    let size = match place {
-                        Place::Texture { layout, .. } => layout.tight_size() as u32,
-                        _ => e.len,
-                    };
-                    Lz4BlockDesc::linear(src + take.start, size, dst, size)
-                };
-                tables.push(target, false, desc.with_rows(row_bytes, row_pitch));
-            }
-            let slot = LocalSlot {
-                table: if lz4 { table::LZ4 } else { table::STORED },
-                target,
-                first,
-                count: tables.next(target, lz4) - first,
-            };
-            let check = e.check.map(|expected| {
-                checks.push(BlockCheckDesc::new(src, e.len, expected));
-                checks.len() as u32 - 1
-            });
-            pending.push((e, slot, check));
-        }
-        let direct_bytes: u64 = plan.direct.iter().map(|d| d.size).sum();
-        let laid = tables.lay_out();
-        let mut entries: Vec<BatchEntry> = pending
-            .into_iter()
-            .map(|(e, slot, check)| BatchEntry {
-                part: e.part,
-                check: e.check,
-                slots: Slots {
-                    decode: Some(laid.slot(slot)),
-                    check,
-                },
-            })
-            .collect();
-        let counts = [
-            laid.lz4.len() as u32,
-            laid.stored.len() as u32,
-            checks.len() as u32,
-        ];
-        let mut enc = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("gpustream batch"),
-            });
-        let mut commands = 0u64;
-        let mut dispatches = 0u64;
-        let words = *counts.iter().max().unwrap_or(&0) as u64;
-        let mut noop_ok: Option<Vec<u32>> = None;
-        for (i, status) in res.status.iter().enumerate() {
-            if words == 0 {
-                break;
-            }
-            if self.noop && i < 3 {
-                let ok =
-                    noop_ok.get_or_insert_with(|| vec![Lz4Status::Ok.to_word(); words as usize]);
-                self.queue.write_buffer(status, 0, bytemuck::cast_slice(ok));
-            } else {
-                // Cleared so a block a pass never reached reads as not run.
-                enc.clear_buffer(status, 0, Some(words * 4));
-                commands += 1;
-            }
-        }
-        // Each target's output: the scratch, or a destination buffer's range.
-        let outputs: Vec<wgpu::BufferSlice<'_>> = std::iter::once(res.output.slice(..))
-            .chain(
-                plan.direct
-                    .iter()
-                    .map(|d| d.buffer.slice(d.offset..d.offset + d.size)),
-            )
-            .collect();
-        for &(direct, w) in &pad_words {
-            match direct {
-                None => enc.clear_buffer(&res.output, w, Some(4)),
-                Some(g) => {
-                    let d = &plan.direct[g];
-                    enc.clear_buffer(&d.buffer, d.offset + w, Some(4));
-                }
-            }
-            commands += 1;
-        }
-        let input = res.input.slice(..open.input_used.max(256));
-        if let Some(crc) = &self.crc {
-            if !checks.is_empty() {
-                self.queue
-                    .write_buffer(&res.check_descs, 0, bytemuck::cast_slice(&checks));
-                let _ = crc.encode(
-                    &self.device,
-                    &mut enc,
-                    input,
-                    &res.check_descs,
-                    &res.status[table::CHECK],
-                    &res.status[table::CRC],
-                    counts[2],
-                );
-                dispatches += 1;
-            }
-        }
-        if !laid.lz4.is_empty() {
-            self.queue
-                .write_buffer(&res.lz4_descs, 0, bytemuck::cast_slice(&laid.lz4));
-        }
-        if !laid.stored.is_empty() {
-            self.queue
-                .write_buffer(&res.stored_descs, 0, bytemuck::cast_slice(&laid.stored));
-        }
-        // One LZ4 pass and one stored-copy pass per target with work. The
-        // buffers are sized by the caps, so an encode cannot fail; if one
-        // did, its blocks' status words stay "not run" and they fail.
-        let (mut lz4_passes, mut copy_passes) = (0u64, 0u64);
-        for (t, output) in outputs.iter().enumerate() {
-            let bind = |descs, status, run| run_bindings(input, *output, descs, status, run);
-            let run = &laid.lz4_runs[t];
-            if let (Some(p), false) = (&self.lz4, run.is_empty()) {
-                let b = bind(&res.lz4_descs, &res.status[table::LZ4], run);
-                let _ = p.encode_in(&self.device, &mut enc, b, run.len() as u32, None);
-                lz4_passes += 1;
-            }
-            let run = &laid.stored_runs[t];
-            if !run.is_empty() {
-                let b = bind(&res.stored_descs, &res.status[table::STORED], run);
-                let _ = self
-                    .stored
-                    .encode_in(&self.device, &mut enc, b, run.len() as u32, None);
-                copy_passes += 1;
-            }
-        }
-        dispatches += lz4_passes + copy_passes;
-        let (copies, mut texture_copies) = record_copies(&mut enc, &res.output, &plan.copies);
-        commands += copies + dispatches;
-        for e in direct {
-            let dest = jobs.get(e.part.job).map(|j| &j.destination);
-            match record_part_direct(&mut enc, &res.input, e.src, &e.part, dest) {
-                Some((c, t)) => {
-                    texture_copies += t;
-                    commands += c;
-                    entries.push(BatchEntry {
-                        part: e.part,
-                        check: None,
-                        slots: Slots::default(),
-                    });
-                }
-                None => {
-                    if let Some(j) = jobs.get(e.part.job) {
-                        j.ctl.end_gpu();
-                    }
-                    done.push((
-                        e.part,
-                        Err(RequestError::Internal(
-                            "a GPU part lost its destination".into(),
-                        )),
-                    ));
-                }
-            }
-        }
-        if words > 0 {
-            for (i, status) in res.status.iter().enumerate() {
-                enc.copy_buffer_to_buffer(
-                    status,
-                    0,
-                    &res.readback,
-                    i as u64 * self.caps.blocks * 4,
-                    words * 4,
-                );
-                commands += 1;
-            }
-        }
-        if let Some(first) = entries.first() {
-            if let Some(j) = jobs.get(first.part.job) {
-                j.stats(|st| {
-                    st.gpu_submits += 1;
-                    st.gpu_commands += commands;
-                    st.gpu_dispatches += dispatches;
-                    st.lz4_dispatches += lz4_passes;
-                    st.copy_dispatches += copy_passes;
-                    st.texture_copies += texture_copies;
-                    st.blocks_gpu_decoded += run_total(&laid.lz4_runs);
-                    st.blocks_copied += run_total(&laid.stored_runs);
-                    st.direct_buffer_bytes += direct_bytes;
-                });
-            }
-        }
-        let r = open.res;
-        // The completion stage hears of the batch before it is submitted,
-        // so its status cannot overtake it; the readback is mapped as soon
-        // as the submission is done (wgpu defers a map of a buffer the
-        // queue still uses), and the map's callback goes straight there.
-        let _ = self.to_complete.send(ToCompletion::Batch(BatchInFlight {
-            res: r,
-            entries,
-            submitted: Instant::now(),
-        }));
-        let index = self.submit(enc);
-        self.poller.submitted(index);
-        let owed = self.poller.owe();
-        let tx = self.to_complete.clone();
-        self.res[r]
-            .readback
-            .map_async(wgpu::MapMode::Read, .., move |_| {
-                let _ = tx.send(ToCompletion::StatusMapped(r));
-                owed.paid();
-            });
-        self.poller.mapping();
-    }
-
     /// Handles a wgpu callback; parts that ended are pushed to `done`.
     pub fn on_event(&mut self, e: GpuEvent, jobs: &JobTable, done: &mut Vec<Finished>) {
         match e {
@@ -804,29 +479,6 @@ impl GpuBatcher {
                 self.lost = Some(why);
             }
         }
-    }
-}
-
-/// Entries in `runs`, padding left out.
-fn run_total(runs: &[std::ops::Range<usize>]) -> u64 {
-    runs.iter().map(|r| r.len() as u64).sum()
-}
-
-/// The bindings of the pass over `run` of a descriptor table (and the
-/// same run of its status table), writing `output`.
-fn run_bindings<'a>(
-    input: wgpu::BufferSlice<'a>,
-    output: wgpu::BufferSlice<'a>,
-    descs: &'a wgpu::Buffer,
-    status: &'a wgpu::Buffer,
-    run: &std::ops::Range<usize>,
-) -> PassBindings<'a> {
-    let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
-    PassBindings {
-        input,
-        descs: descs.slice(run.start as u64 * desc..run.end as u64 * desc),
-        output,
-        status: status.slice(run.start as u64 * 4..run.end as u64 * 4),
     }
 }
 

@@ -1,0 +1,462 @@
+//! Flushing the open batch: its parts sorted, its descriptor tables built,
+//! then ONE submission: status words cleared, the crc32c check pass, one
+//! LZ4 pass and one stored-copy pass per output (the scratch, or a
+//! destination buffer written directly), the copies to destinations, and
+//! the status words copied to the readback buffer the completion stage maps.
+
+use std::ops::Range;
+use std::time::Instant;
+
+use crate::decode::gpu::{BlockCheckDesc, Lz4BlockDesc, PassBindings};
+use crate::decode::Lz4Status;
+use crate::destinations::gpu_copies::{
+    plan_outputs, record_copies, DirectRule, OutputPlan, PartDest,
+};
+
+use super::super::batch_status::{table, BatchEntry, BatchInFlight, Slots};
+use super::super::batch_tables::{BatchTables, Laid, LocalSlot, RUN_ALIGN};
+use super::super::complete::ToCompletion;
+use super::super::gpu_direct::{part_dests, record_part_direct};
+use super::super::job_table::JobTable;
+use super::super::plan::{BlockData, Class, Place};
+use super::super::RequestError;
+use super::{Entry, Finished, GpuBatcher, Res, MAX_DIRECT};
+
+/// The open batch's entries after one pass over them.
+struct Sorted<'j> {
+    /// Every region of the entries in `live` (one, or one per piece).
+    present: Vec<PartDest<'j>>,
+    /// Entries the passes deliver, with the span of `present` each owns
+    /// (`None` when its destination is gone).
+    live: Vec<(Entry, Option<Range<usize>>)>,
+    /// Parts the CPU already laid out for their destination: one plain
+    /// copy each.
+    direct: Vec<Entry>,
+}
+
+/// A batch's descriptor tables, laid out, and what each entry owns of them.
+struct Tables {
+    laid: Laid,
+    checks: Vec<BlockCheckDesc>,
+    /// The last words of buffer outputs that end inside a word (target,
+    /// offset): cleared before the passes, so the bytes past the data are
+    /// zeros.
+    pad_words: Vec<(Option<usize>, u64)>,
+    entries: Vec<BatchEntry>,
+}
+
+/// What recording a batch counts for the stats.
+#[derive(Default)]
+struct Recorded {
+    commands: u64,
+    dispatches: u64,
+    lz4_passes: u64,
+    copy_passes: u64,
+    texture_copies: u64,
+}
+
+impl GpuBatcher {
+    /// Records and submits the open batch. Parts of cancelled requests end
+    /// here as cancelled; the others are pinned until their writes land.
+    pub fn flush(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let sorted = sort_entries(open.entries, jobs, done);
+        if sorted.live.is_empty() && sorted.direct.is_empty() {
+            self.free.push(open.res);
+            return;
+        }
+        let plan = plan_outputs(&sorted.present, self.direct_rule(sorted.present.len()));
+        let res = &self.res[open.res];
+        let fits = plan.size <= res.output.size();
+        let mut tables = build_tables(&plan, sorted.live, fits, jobs, done);
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("gpustream batch"),
+            });
+        let input = res.input.slice(..open.input_used.max(256));
+        let mut rec = self.record_passes(&mut enc, res, input, &plan, &tables);
+        for e in sorted.direct {
+            let dest = jobs.get(e.part.job).map(|j| &j.destination);
+            match record_part_direct(&mut enc, &res.input, e.src, &e.part, dest) {
+                Some((c, t)) => {
+                    rec.texture_copies += t;
+                    rec.commands += c;
+                    tables.entries.push(BatchEntry {
+                        part: e.part,
+                        check: None,
+                        slots: Slots::default(),
+                    });
+                }
+                None => {
+                    if let Some(j) = jobs.get(e.part.job) {
+                        j.ctl.end_gpu();
+                    }
+                    done.push((
+                        e.part,
+                        Err(RequestError::Internal(
+                            "a GPU part lost its destination".into(),
+                        )),
+                    ));
+                }
+            }
+        }
+        let words = status_words(&tables);
+        if words > 0 {
+            for (i, status) in res.status.iter().enumerate() {
+                enc.copy_buffer_to_buffer(
+                    status,
+                    0,
+                    &res.readback,
+                    i as u64 * self.caps.blocks * 4,
+                    words * 4,
+                );
+                rec.commands += 1;
+            }
+        }
+        if let Some(first) = tables.entries.first() {
+            if let Some(j) = jobs.get(first.part.job) {
+                let direct_bytes: u64 = plan.direct.iter().map(|d| d.size).sum();
+                j.stats(|st| {
+                    st.gpu_submits += 1;
+                    st.gpu_commands += rec.commands;
+                    st.gpu_dispatches += rec.dispatches;
+                    st.lz4_dispatches += rec.lz4_passes;
+                    st.copy_dispatches += rec.copy_passes;
+                    st.texture_copies += rec.texture_copies;
+                    st.blocks_gpu_decoded += run_total(&tables.laid.lz4_runs);
+                    st.blocks_copied += run_total(&tables.laid.stored_runs);
+                    st.direct_buffer_bytes += direct_bytes;
+                });
+            }
+        }
+        let r = open.res;
+        // The completion stage hears of the batch before it is submitted,
+        // so its status cannot overtake it; the readback is mapped as soon
+        // as the submission is done (wgpu defers a map of a buffer the
+        // queue still uses), and the map's callback goes straight there.
+        let _ = self.to_complete.send(ToCompletion::Batch(BatchInFlight {
+            res: r,
+            entries: tables.entries,
+            submitted: Instant::now(),
+        }));
+        let index = self.submit(enc);
+        self.poller.submitted(index);
+        let owed = self.poller.owe();
+        let tx = self.to_complete.clone();
+        self.res[r]
+            .readback
+            .map_async(wgpu::MapMode::Read, .., move |_| {
+                let _ = tx.send(ToCompletion::StatusMapped(r));
+                owed.paid();
+            });
+        self.poller.mapping();
+    }
+
+    /// When destination buffers with enough parts in this batch are written
+    /// directly: only while their runs' padding cannot push the tables past
+    /// the caps.
+    fn direct_rule(&self, regions: usize) -> Option<DirectRule> {
+        let limits = self.device.limits();
+        (regions + RUN_ALIGN * (MAX_DIRECT + 1) <= self.caps.blocks as usize).then_some(
+            DirectRule {
+                min_parts: self.caps.direct_min,
+                align: limits.min_storage_buffer_offset_alignment as u64,
+                max_binding: limits.max_storage_buffer_binding_size,
+                unit: if self.lz4.as_ref().is_some_and(|p| p.path().is_wide()) {
+                    16
+                } else {
+                    4
+                },
+                max_groups: MAX_DIRECT,
+            },
+        )
+    }
+
+    /// Records everything before the copies of parts laid out by the CPU:
+    /// status words cleared (preset to OK on the noop backend, which runs
+    /// no shaders), pad words cleared, descriptor tables uploaded, the
+    /// check pass, the LZ4 and stored-copy passes per output, and the
+    /// copies from the scratch to the destinations.
+    fn record_passes(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        res: &Res,
+        input: wgpu::BufferSlice<'_>,
+        plan: &OutputPlan,
+        tables: &Tables,
+    ) -> Recorded {
+        let mut rec = Recorded::default();
+        let laid = &tables.laid;
+        let words = status_words(tables);
+        let mut noop_ok: Option<Vec<u32>> = None;
+        for (i, status) in res.status.iter().enumerate() {
+            if words == 0 {
+                break;
+            }
+            if self.noop && i < 3 {
+                let ok =
+                    noop_ok.get_or_insert_with(|| vec![Lz4Status::Ok.to_word(); words as usize]);
+                self.queue.write_buffer(status, 0, bytemuck::cast_slice(ok));
+            } else {
+                // Cleared so a block a pass never reached reads as not run.
+                enc.clear_buffer(status, 0, Some(words * 4));
+                rec.commands += 1;
+            }
+        }
+        // Each target's output: the scratch, or a destination buffer's range.
+        let outputs: Vec<wgpu::BufferSlice<'_>> = std::iter::once(res.output.slice(..))
+            .chain(
+                plan.direct
+                    .iter()
+                    .map(|d| d.buffer.slice(d.offset..d.offset + d.size)),
+            )
+            .collect();
+        for &(direct, w) in &tables.pad_words {
+            match direct {
+                None => enc.clear_buffer(&res.output, w, Some(4)),
+                Some(g) => {
+                    let d = &plan.direct[g];
+                    enc.clear_buffer(&d.buffer, d.offset + w, Some(4));
+                }
+            }
+            rec.commands += 1;
+        }
+        if let Some(crc) = &self.crc {
+            if !tables.checks.is_empty() {
+                self.queue
+                    .write_buffer(&res.check_descs, 0, bytemuck::cast_slice(&tables.checks));
+                let _ = crc.encode(
+                    &self.device,
+                    enc,
+                    input,
+                    &res.check_descs,
+                    &res.status[table::CHECK],
+                    &res.status[table::CRC],
+                    tables.checks.len() as u32,
+                );
+                rec.dispatches += 1;
+            }
+        }
+        if !laid.lz4.is_empty() {
+            self.queue
+                .write_buffer(&res.lz4_descs, 0, bytemuck::cast_slice(&laid.lz4));
+        }
+        if !laid.stored.is_empty() {
+            self.queue
+                .write_buffer(&res.stored_descs, 0, bytemuck::cast_slice(&laid.stored));
+        }
+        // One LZ4 pass and one stored-copy pass per target with work. The
+        // buffers are sized by the caps, so an encode cannot fail; if one
+        // did, its blocks' status words stay "not run" and they fail.
+        for (t, output) in outputs.iter().enumerate() {
+            let bind = |descs, status, run| run_bindings(input, *output, descs, status, run);
+            let run = &laid.lz4_runs[t];
+            if let (Some(p), false) = (&self.lz4, run.is_empty()) {
+                let b = bind(&res.lz4_descs, &res.status[table::LZ4], run);
+                let _ = p.encode_in(&self.device, enc, b, run.len() as u32, None);
+                rec.lz4_passes += 1;
+            }
+            let run = &laid.stored_runs[t];
+            if !run.is_empty() {
+                let b = bind(&res.stored_descs, &res.status[table::STORED], run);
+                let _ = self
+                    .stored
+                    .encode_in(&self.device, enc, b, run.len() as u32, None);
+                rec.copy_passes += 1;
+            }
+        }
+        rec.dispatches += rec.lz4_passes + rec.copy_passes;
+        let (copies, texture_copies) = record_copies(enc, &res.output, &plan.copies);
+        rec.texture_copies += texture_copies;
+        rec.commands += copies + rec.dispatches;
+        rec
+    }
+}
+
+/// One pass over the batch, one job lookup per part: cancelled parts end
+/// here, parts the CPU already laid out for their destination get one
+/// plain copy each (`direct`), and every other part's regions (one, or one
+/// per piece) go to `present`, with the span of them it owns.
+fn sort_entries<'j>(
+    entries: Vec<Entry>,
+    jobs: &'j JobTable,
+    done: &mut Vec<Finished>,
+) -> Sorted<'j> {
+    let mut sorted = Sorted {
+        present: Vec::with_capacity(entries.len()),
+        live: Vec::with_capacity(entries.len()),
+        direct: Vec::new(),
+    };
+    for e in entries {
+        let Some(job) = jobs.get(e.part.job).filter(|j| j.ctl.begin_gpu()) else {
+            done.push((e.part, Err(RequestError::Cancelled)));
+            continue;
+        };
+        if e.part.pitched {
+            sorted.direct.push(e);
+            continue;
+        }
+        let from = sorted.present.len();
+        let span = part_dests(&e.part, Some(&job.destination), &mut sorted.present)
+            .then_some(from..sorted.present.len());
+        sorted.live.push((e, span));
+    }
+    sorted
+}
+
+/// The descriptors of every live entry, in the places `plan` gave its
+/// regions: one LZ4 descriptor per stream (the block, or each of its
+/// sub-blocks), one stored-copy descriptor per region of stored or
+/// CPU-decoded bytes, one check per block read from a pack. An entry
+/// whose destination is gone, or whose scratch does not fit (`fits`
+/// false), fails here.
+fn build_tables(
+    plan: &OutputPlan,
+    live: Vec<(Entry, Option<Range<usize>>)>,
+    fits: bool,
+    jobs: &JobTable,
+    done: &mut Vec<Finished>,
+) -> Tables {
+    let mut tables = BatchTables::new(plan.direct.len());
+    let mut checks = Vec::new();
+    let mut pad_words: Vec<(Option<usize>, u64)> = Vec::new();
+    let mut pending = Vec::with_capacity(live.len());
+    for (e, span) in live {
+        let Some(span) = span.filter(|_| fits) else {
+            if let Some(j) = jobs.get(e.part.job) {
+                j.ctl.end_gpu();
+            }
+            done.push((
+                e.part,
+                Err(RequestError::Internal(
+                    "a GPU part lost its destination or scratch".into(),
+                )),
+            ));
+            continue;
+        };
+        let src = e.src as u32;
+        let lz4 = e.part.class == Class::GpuLz4;
+        // A part's regions share one target: pieces are texture regions,
+        // and a buffer part has one region.
+        let target = plan.places[span.start].direct.map_or(0, |g| g + 1);
+        let first = tables.next(target, lz4);
+        for ((take, place), k) in e.part.outputs().zip(span) {
+            let at = plan.places[k];
+            let (row_bytes, row_pitch) = match place {
+                Place::Texture { layout, .. } => (layout.row_bytes, at.row_pitch),
+                _ => (0, 0),
+            };
+            let dst = at.dst_offset as u32;
+            if matches!(place, Place::Buffer { .. }) && (take.end - take.start) % 4 != 0 {
+                pad_words.push((
+                    at.direct,
+                    at.dst_offset + ((take.end - take.start) & !3) as u64,
+                ));
+            }
+            if lz4 {
+                // One descriptor per LZ4 stream: the block, or each of
+                // its sub-blocks, which start on rows of a tile (the
+                // reader checks), so each lands on rows of its own.
+                let subs = match &e.part.block.data {
+                    BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
+                    BlockData::Memory(..) => &[],
+                };
+                if subs.is_empty() {
+                    let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
+                    tables.push(target, true, d.with_rows(row_bytes, row_pitch));
+                }
+                for sb in subs {
+                    let out = match row_bytes {
+                        0 => sb.offset,
+                        rb => sb.offset / rb * row_pitch,
+                    };
+                    let d = Lz4BlockDesc::linear(
+                        src + sb.stored_offset,
+                        sb.stored_len,
+                        dst + out,
+                        sb.size,
+                    );
+                    tables.push(target, true, d.with_rows(row_bytes, row_pitch));
+                }
+                continue;
+            }
+            let desc = {
+                // Stored or CPU-decoded bytes: a piece is its own range
+                // of the block, copied by its own descriptor.
+                let size = match place {
+                    Place::Texture { layout, .. } => layout.tight_size() as u32,
+                    _ => e.len,
+                };
+                Lz4BlockDesc::linear(src + take.start, size, dst, size)
+            };
+            tables.push(target, false, desc.with_rows(row_bytes, row_pitch));
+        }
+        let slot = LocalSlot {
+            table: if lz4 { table::LZ4 } else { table::STORED },
+            target,
+            first,
+            count: tables.next(target, lz4) - first,
+        };
+        let check = e.check.map(|expected| {
+            checks.push(BlockCheckDesc::new(src, e.len, expected));
+            checks.len() as u32 - 1
+        });
+        pending.push((e, slot, check));
+    }
+    let laid = tables.lay_out();
+    let entries = pending
+        .into_iter()
+        .map(|(e, slot, check)| BatchEntry {
+            part: e.part,
+            check: e.check,
+            slots: Slots {
+                decode: Some(laid.slot(slot)),
+                check,
+            },
+        })
+        .collect();
+    Tables {
+        laid,
+        checks,
+        pad_words,
+        entries,
+    }
+}
+
+/// Status words each table of the batch needs: its longest.
+fn status_words(tables: &Tables) -> u64 {
+    [
+        tables.laid.lz4.len(),
+        tables.laid.stored.len(),
+        tables.checks.len(),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0) as u64
+}
+
+/// Entries in `runs`, padding left out.
+fn run_total(runs: &[Range<usize>]) -> u64 {
+    runs.iter().map(|r| r.len() as u64).sum()
+}
+
+/// The bindings of the pass over `run` of a descriptor table (and the
+/// same run of its status table), writing `output`.
+fn run_bindings<'a>(
+    input: wgpu::BufferSlice<'a>,
+    output: wgpu::BufferSlice<'a>,
+    descs: &'a wgpu::Buffer,
+    status: &'a wgpu::Buffer,
+    run: &Range<usize>,
+) -> PassBindings<'a> {
+    let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+    PassBindings {
+        input,
+        descs: descs.slice(run.start as u64 * desc..run.end as u64 * desc),
+        output,
+        status: status.slice(run.start as u64 * 4..run.end as u64 * 4),
+    }
+}
