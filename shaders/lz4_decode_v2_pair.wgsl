@@ -28,7 +28,14 @@
 // invocation 0 clears flags[(t + 1) % 3], both before turn t's barrier.
 // flags[(t + 1) % 3] was last read in turn t - 2, before the barrier of
 // turn t - 1, and is next raised in turn t + 1, after turn t's barrier; so
-// one barrier per turn keeps every read consistent.
+// one barrier per turn keeps every read consistent. Workgroup memory is
+// not zeroed for these pipelines (kernel.rs), so flags[0] is cleared
+// before the loop, behind a barrier of its own.
+//
+// On the subgroup path a slot is one subgroup, so the pipeline builds this
+// variant only where every subgroup has the same size, at most 64
+// (`Lz4PipelineError::SubgroupSizeNotFixed`): WG is that size, and each
+// workgroup is exactly BLOCKS subgroups.
 
 // Blocks per workgroup (set by the pipeline).
 override BLOCKS: u32 = 2u;
@@ -82,6 +89,10 @@ fn lz4_decode_v2_pair(
     var win = window_load(win_word, sg_lane);
     var dirty = NO_WORD;
     var turn = 0u;
+    if (index == 0u) {
+        atomicStore(&turn_flags[0], 0u);
+    }
+    workgroupBarrier();
 
     // Each turn consumes at least one token byte of every live slot, so
     // the loop runs at most as many turns as the longest block has

@@ -25,10 +25,9 @@ fn window_byte(win: u32, win_word: u32, addr: u32) -> u32 {
 
 // lz4_decode_v2_pair's slot of an invocation: (slot, lane in it, lanes in
 // it). A slot is a subgroup, so its window and shuffles stay inside it
-// whatever the driver's mapping of invocations to subgroups; subgroups past
-// BLOCKS (a driver that picked a smaller size) have no block. Like the
-// window, this takes subgroups to be full (the workgroup's width is the
-// largest subgroup size).
+// whatever the driver's mapping of invocations to subgroups. The pipeline
+// builds the pair only where the subgroup size is fixed (WG), so the
+// workgroup is exactly BLOCKS full subgroups.
 fn block_slot(index: u32, sg_id: u32, sg_lane: u32, sg_size: u32) -> vec3<u32> {
     return vec3<u32>(sg_id, sg_lane, sg_size);
 }

@@ -109,6 +109,7 @@ impl Kernel {
                 constants,
                 // Every shader here writes its workgroup memory before it
                 // reads it (or has none): zeroing it would be wasted work.
+                // (lz4_decode_v2_pair clears its first flag word itself.)
                 zero_initialize_workgroup_memory: false,
             },
             cache: None,

@@ -230,6 +230,17 @@ pub enum Lz4PipelineError {
     /// The subgroup path was asked for on a device without subgroups.
     #[error("the device lacks wgpu::Features::SUBGROUP, which the subgroup LZ4 path needs")]
     SubgroupsUnsupported,
+    /// [`Lz4DecodePath::SubgroupV2Pair`] gives each block one subgroup of
+    /// a workgroup two subgroups wide, which holds only where every
+    /// subgroup has the same size, at most 64: a wider one would span both
+    /// blocks, a narrower one leave subgroups without a block.
+    #[error("the device's subgroups are {min} to {max} lanes; the subgroup pair decoder needs one fixed size of at most 64")]
+    SubgroupSizeNotFixed {
+        /// The adapter's smallest subgroup size.
+        min: u32,
+        /// Its largest.
+        max: u32,
+    },
 }
 
 /// Why a batch could not be recorded. Nothing is recorded when `encode`
@@ -322,6 +333,14 @@ impl Lz4DecodePipeline {
             return Err(Lz4PipelineError::SubgroupsUnsupported);
         }
         let info = device.adapter_info();
+        if path == Lz4DecodePath::SubgroupV2Pair
+            && (info.subgroup_min_size != info.subgroup_max_size || info.subgroup_max_size > 64)
+        {
+            return Err(Lz4PipelineError::SubgroupSizeNotFixed {
+                min: info.subgroup_min_size,
+                max: info.subgroup_max_size,
+            });
+        }
         let (workgroup_size, window_words) = if path.needs_subgroups() {
             // One subgroup per workgroup where the driver's size is fixed
             // (NVIDIA 32, lavapipe 8); clamped to what every device's
