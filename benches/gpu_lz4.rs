@@ -12,7 +12,10 @@
 //! - `demo`: every LZ4 block of the demo pack (`gpustream::pack::demo`):
 //!   BC1/BC7 textures the packer encodes from the PNG/JPEG assets with
 //!   procedural variation, plus mesh and scene blobs;
-//! - `bc7`: the BC7 texture blocks of that pack only;
+//! - `bc7`: the BC7 texture blocks of that pack only, decoded in the rows
+//!   layout the runtime uses for texture tiles (1,024-byte rows: a 256-texel
+//!   tile's BC7 blocks; pitched one row apart here, so the bytes land as a
+//!   linear decode's would), which takes the rows paths of the shaders;
 //! - `binary`: generated mixed binaries near ratio 2 (random 64-byte chunks
 //!   and edited copies of earlier chunks), every block distinct;
 //! - `demo-16k`: the `demo` blocks cut into independent 16 KiB LZ4 blocks,
@@ -88,7 +91,16 @@ fn binary_block(rng: &mut ChaCha8Rng) -> Vec<u8> {
 struct Corpus {
     name: &'static str,
     blocks: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The rows layout its blocks decode into (`(row_bytes, row_pitch)`),
+    /// or linear.
+    rows: Option<(u32, u32)>,
 }
+
+/// The rows `bc7` decodes into: a 256-texel-wide tile's rows of BC7
+/// blocks (64 x 16 bytes), as the runtime decodes texture tiles into its
+/// mip-shaped scratch, here with a pitch of one row, so each block's output
+/// is its bytes in order and the check reads it as it reads a linear one.
+const BC7_ROWS: (u32, u32) = (1024, 1024);
 
 fn binary_corpus(n: usize) -> Corpus {
     let mut rng = ChaCha8Rng::seed_from_u64(0x62656e63);
@@ -102,6 +114,7 @@ fn binary_corpus(n: usize) -> Corpus {
     Corpus {
         name: "binary",
         blocks,
+        rows: None,
     }
 }
 
@@ -180,14 +193,17 @@ fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus, Corpus) {
         Corpus {
             name: "demo",
             blocks: demo,
+            rows: None,
         },
         Corpus {
             name: "bc7",
             blocks: bc7,
+            rows: Some(BC7_ROWS),
         },
         Corpus {
             name: "demo-16k",
             blocks: sub,
+            rows: None,
         },
     )
 }
@@ -514,7 +530,7 @@ fn main() {
             let blocks = &c.blocks[..n];
             let mut batch = Lz4Batch::new();
             for (data, packed) in blocks {
-                batch.push(packed, data.len() as u32, 0, 0, None);
+                batch.push(packed, data.len() as u32, 0, 0, c.rows);
             }
             let out_bytes = batch.uncompressed_len();
             if out_bytes > max_binding || batch.compressed_len() > max_binding {
@@ -529,7 +545,7 @@ fn main() {
             // Sequence counts from the twin, on a sample of the batch.
             let mut sample = Lz4Batch::new();
             for (data, packed) in blocks.iter().take(COUNT_SAMPLE) {
-                sample.push(packed, data.len() as u32, 0, 0, None);
+                sample.push(packed, data.len() as u32, 0, 0, c.rows);
             }
             let sampled = sample.descs().len() as f64;
             let initial = vec![0u32; batch.output_words()];

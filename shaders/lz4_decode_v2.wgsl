@@ -101,10 +101,19 @@ fn input_quad(addr: u32) -> vec4<u32> {
     );
 }
 
-// Output bytes [pos, pos + 16) of a linear block as four words; the caller
-// guarantees all sixteen were written in an earlier pass. One 16-byte load
-// when they are one aligned unit of the buffer.
+// Output bytes [pos, pos + 16) of a block as four words; the caller
+// guarantees all sixteen were written in an earlier pass. Linear: one
+// 16-byte load when they are one aligned unit of the buffer. Rows: word by
+// word, as the sixteen bytes may lie in two rows.
 fn output_quad(dst: Layout, pos: u32) -> vec4<u32> {
+    if (dst.row_words != 0u) {
+        return vec4<u32>(
+            output_word(dst, pos),
+            output_word(dst, pos + 4u),
+            output_word(dst, pos + 8u),
+            output_word(dst, pos + 12u),
+        );
+    }
     let i = dst.word0 + (pos >> 2u);
     let shift = (pos & 3u) * 8u;
     if (shift == 0u && (i & 3u) == 0u) {
@@ -128,7 +137,7 @@ fn output_quad(dst: Layout, pos: u32) -> vec4<u32> {
 }
 
 // The four output words of block positions [p, p + 16) (p a multiple of 4,
-// the range inside [lit_start & ~3, end & ~3), linear layout).
+// the range inside [lit_start & ~3, end & ~3)).
 fn sequence_quad(dst: Layout, seq: Sequence, p: u32) -> vec4<u32> {
     // Where the 16 bytes come from, when they are one contiguous run.
     var q = 0xffffffffu;
@@ -272,6 +281,15 @@ fn fence_needed(seq: Sequence, dirty: u32) -> bool {
     return ((read_end - 1u) >> 2u) >= dirty;
 }
 
+// Whether a rows layout comes in whole 16-byte units of the buffer: rows
+// and pitch whole units, the block's first word on a unit. Then block unit
+// boundaries are buffer unit boundaries and no unit spans two rows (true of
+// BCn tiles, whose rows are 8- or 16-byte blocks, in the runtime's
+// 256-byte-pitched scratch).
+fn rows_in_units(dst: Layout) -> bool {
+    return ((dst.row_words | dst.pitch_words | dst.word0) & 3u) == 0u;
+}
+
 // The cooperative pass of one sequence: whole words [lit_start / 4,
 // end / 4), lane `lane` of `width` writing words lane, lane + width, ...;
 // one `if` for the common short pass (see v1 on lavapipe's loop cap).
@@ -279,31 +297,38 @@ fn copy_pass(dst: Layout, seq: Sequence, lane: u32, width: u32) {
     let first_word = seq.lit_start >> 2u;
     let end_word = seq.end >> 2u;
     let words = end_word - first_word;
-    if (WIDE && dst.row_words == 0u && words > width) {
-        // A long linear pass. Block word w is buffer word base + w.
-        // Words up to the first 16-byte boundary (head) and after the
-        // last whole unit (tail) are single stores, at most three each
-        // (width >= 4); lane i writes unit i, i + width, ... of the rest
-        // with one vec4 store.
+    if (WIDE && words > width && (dst.row_words == 0u || rows_in_units(dst))) {
+        // A long pass, linear or in rows of whole units. Words up to the
+        // first 16-byte boundary of the buffer (head) and after the last
+        // whole unit (tail) are single stores, at most three each (width
+        // >= 4); lane i writes unit i, i + width, ... of the rest with one
+        // vec4 store. In rows of whole units the block's first word is on
+        // a unit, so the same head applies and no unit spans two rows;
+        // phys_word places each word and unit in its row. (One branch for
+        // both layouts: a second branch with a loop of its own, never taken
+        // on linear blocks, made dense 64 KiB linear blocks stop short on
+        // lavapipe, whose loop limit counts all loops of an invocation
+        // together: 2026-12-03.)
         let base = dst.word0;
         let head_end = min(end_word, ((base + first_word + 3u) & ~3u) - base);
         let units = (end_word - head_end) >> 2u;
         let body_end = head_end + units * 4u;
         if (lane < head_end - first_word) {
             let w = first_word + lane;
-            out_store(base + w, sequence_word(dst, seq, w * 4u));
+            out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
         }
         if (lane < end_word - body_end) {
             let w = body_end + lane;
-            out_store(base + w, sequence_word(dst, seq, w * 4u));
+            out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));
         }
-        let unit0 = (base + head_end) >> 2u;
         if (lane < units) {
-            out_store_quad(unit0 + lane, sequence_quad(dst, seq, (head_end + lane * 4u) * 4u));
+            let w = head_end + lane * 4u;
+            out_store_quad(phys_word(dst, w) >> 2u, sequence_quad(dst, seq, w * 4u));
         }
         if (units > width) {
             for (var u = width + lane; u < units; u = u + width) {
-                out_store_quad(unit0 + u, sequence_quad(dst, seq, (head_end + u * 4u) * 4u));
+                let w = head_end + u * 4u;
+                out_store_quad(phys_word(dst, w) >> 2u, sequence_quad(dst, seq, w * 4u));
             }
         }
     } else if (dst.row_words == 0u) {
@@ -323,8 +348,9 @@ fn copy_pass(dst: Layout, seq: Sequence, lane: u32, width: u32) {
             }
         }
     } else {
-        // Rows: a row's words need not be contiguous or 16-byte aligned
-        // in the buffer, so lane i writes words i, i + width, ... singly.
+        // Rows that are not whole units (or a short pass): a row's words
+        // need not be contiguous or 16-byte aligned in the buffer, so lane
+        // i writes words i, i + width, ... singly.
         if (lane < words) {
             let w = first_word + lane;
             out_store(phys_word(dst, w), sequence_word(dst, seq, w * 4u));

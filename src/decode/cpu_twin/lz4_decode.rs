@@ -58,7 +58,7 @@ impl Buffers<'_> {
         (self.output[phys_word(dst, pos >> 2) as usize] >> ((pos & 3) * 8)) & 0xff
     }
 
-    fn output_word(&self, dst: Layout, pos: u32) -> u32 {
+    pub(super) fn output_word(&self, dst: Layout, pos: u32) -> u32 {
         let shift = (pos & 3) * 8;
         let lo = self.output[phys_word(dst, pos >> 2) as usize];
         if shift == 0 {

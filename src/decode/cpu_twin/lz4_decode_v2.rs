@@ -127,9 +127,13 @@ fn input_quad(input: &[u32], addr: u32) -> [u32; 4] {
     std::array::from_fn(|j| (w[j] >> shift) | (next[j] << (32 - shift)))
 }
 
-/// Output bytes [pos, pos + 16) of a linear block (the shader's
-/// `output_quad`).
-fn output_quad(output: &[u32], dst: Layout, pos: u32) -> [u32; 4] {
+/// Output bytes [pos, pos + 16) of a block (the shader's `output_quad`:
+/// word by word in rows, which the sixteen bytes may straddle).
+fn output_quad(buf: &Buffers<'_>, dst: Layout, pos: u32) -> [u32; 4] {
+    if dst.row_words != 0 {
+        return std::array::from_fn(|j| buf.output_word(dst, pos + 4 * j as u32));
+    }
+    let output = &*buf.output;
     let i = (dst.word0 + (pos >> 2)) as usize;
     let shift = (pos & 3) * 8;
     let w: [u32; 4] = output[i..i + 4].try_into().unwrap();
@@ -139,6 +143,12 @@ fn output_quad(output: &[u32], dst: Layout, pos: u32) -> [u32; 4] {
     let e = output[i + 4];
     let next = [w[1], w[2], w[3], e];
     std::array::from_fn(|j| (w[j] >> shift) | (next[j] << (32 - shift)))
+}
+
+/// The shader's `rows_in_units`: rows and pitch whole 16-byte units, the
+/// block's first word on one.
+fn rows_in_units(dst: Layout) -> bool {
+    (dst.row_words | dst.pitch_words | dst.word0) & 3 == 0
 }
 
 /// The shader's `sequence_quad`: the four words of block positions
@@ -165,7 +175,7 @@ fn sequence_quad(buf: &Buffers<'_>, dst: Layout, seq: Sequence, p: u32) -> ([u32
         }
         // Written by an earlier pass (below the pass's first word).
         if q + 16 <= seq.lit_start & !3 {
-            return (output_quad(buf.output, dst, q), true);
+            return (output_quad(buf, dst, q), true);
         }
     }
     (
@@ -391,23 +401,31 @@ impl BlockDecoder {
         let counts = &mut self.counts;
         let stores = &mut self.stores;
         stores.clear();
-        if self.wide && dst.row_words == 0 && end_word - first_word > self.lanes {
-            // A long linear pass: head words up to the first 16-byte
-            // boundary of the buffer, whole units, tail words after the
-            // last unit. (Shorter passes are one store per lane already.)
+        if self.wide
+            && end_word - first_word > self.lanes
+            && (dst.row_words == 0 || rows_in_units(dst))
+        {
+            // A long pass, linear or in rows of whole units: head words up
+            // to the first 16-byte boundary of the buffer, whole units, tail
+            // words after the last unit. (Shorter passes are one store per
+            // lane already.) In rows of whole units the block's first word
+            // is on a unit, so the same head applies, and no unit spans two
+            // rows.
             let base = dst.word0;
             let head_end = end_word.min(((base + first_word + 3) & !3) - base);
             let units = (end_word - head_end) >> 2;
             let body_end = head_end + units * 4;
             for w in (first_word..head_end).chain(body_end..end_word) {
-                stores.push((base + w, buf.sequence_word(dst, seq, w * 4)));
+                stores.push((phys_word(dst, w), buf.sequence_word(dst, seq, w * 4)));
                 counts.word_stores += 1;
             }
             for u in 0..units {
                 let w = head_end + u * 4;
                 let (quad, copied) = sequence_quad(&buf, dst, seq, w * 4);
+                let at = phys_word(dst, w);
+                debug_assert_eq!(at % 4, 0, "a unit on a 16-byte boundary");
                 for (j, v) in quad.into_iter().enumerate() {
-                    stores.push((base + w + j as u32, v));
+                    stores.push((at + j as u32, v));
                 }
                 counts.wide_stores += 1;
                 counts.wide_copies += copied as u32;
@@ -501,6 +519,8 @@ pub(super) mod tests {
     #[test]
     fn v2_twin_equals_v1_twin() {
         let mut checked = 0;
+        // Decodes in rows that took 16-byte stores.
+        let mut rows_wide = 0;
         for seed in 0..60u64 {
             let len = [0, 1, 3, 4, 5, 17, 255, 1000, 4099, 65536][seed as usize % 10];
             let data = sample(len, seed);
@@ -515,11 +535,14 @@ pub(super) mod tests {
             let lead = seed as usize % 4;
             let input = words(&packed, lead);
             let rows = (seed % 2 == 0).then_some((64, 256));
-            let mut desc = Lz4BlockDesc::linear(lead as u32, packed.len() as u32, 8, len as u32);
+            // Rows starting on a 16-byte unit (whole units: the 16-byte
+            // stores apply) and rows starting between units (they do not).
+            let at = if seed % 4 == 0 { 16 } else { 8 };
+            let mut desc = Lz4BlockDesc::linear(lead as u32, packed.len() as u32, at, len as u32);
             if let Some((b, p)) = rows {
                 desc = desc.with_rows(b, p);
             }
-            let out_words = (8 + desc.dst_extent().unwrap() as usize) / 4 + 2;
+            let out_words = (at as usize + desc.dst_extent().unwrap() as usize) / 4 + 2;
             let mut expected = vec![0xA5A5_A5A5u32; out_words];
             let want = lz4_decode(&desc, &input, &mut expected);
             for win in [4, 8, 16, 32, 64] {
@@ -534,11 +557,19 @@ pub(super) mod tests {
                     if !wide {
                         assert_eq!(counts.wide_stores, 0, "{what}");
                     }
+                    if rows.is_some() && at % 16 != 0 {
+                        assert_eq!(counts.wide_stores, 0, "{what}: rows off the units");
+                    }
+                    rows_wide += (rows.is_some() && counts.wide_stores > 0) as u32;
                     checked += 1;
                 }
             }
         }
         assert_eq!(checked, 600);
+        assert!(
+            rows_wide >= 10,
+            "{rows_wide} decodes in rows took 16-byte stores"
+        );
     }
 
     /// Far fewer barriers than v1's one per pass on ordinary data, and at
