@@ -19,11 +19,12 @@
 //   since the last barrier (tracked as the first such word, `dirty`);
 //   literal-only passes and matches reaching further back need none.
 // - The linear layout's pass addresses words without the per-word row
-//   arithmetic. With WIDE, a pass of more than WG words writes the words of
-//   each 16-byte-aligned unit of the output buffer with one vec4 store (the
-//   output is bound as array<vec4<u32>>, lz4_output_quads.wgsl): lane i takes unit i, i + WG,
-//   ...; the up to three words before the first unit and after the last are
-//   single stores. A unit whose 16 bytes are one contiguous run of final
+//   arithmetic. With WIDE, a pass of more than WG words, linear or in rows
+//   of whole 16-byte units (rows_in_units), writes the words of each
+//   16-byte-aligned unit of the output buffer with one vec4 store (the
+//   output is bound as array<vec4<u32>>, lz4_output_quads.wgsl): lane i
+//   takes unit i, i + WG, ...; the up to three words before the first unit
+//   and after the last are single stores. A unit whose 16 bytes are one contiguous run of final
 //   bytes (literals, or a match that does not wrap inside them and reads
 //   earlier output) is copied as a run; any other unit is put together word
 //   by word exactly as the single stores would be. Either way a unit reads
