@@ -30,7 +30,7 @@
 //   by word exactly as the single stores would be. Either way a unit reads
 //   only bytes the pending-word rule already makes final before the pass.
 
-// Whether long linear passes use 16-byte stores (true: the *V2Wide
+// Whether long passes (linear, or rows of whole units) use 16-byte stores (true: the *V2Wide
 // variants, output bound as 16-byte units) or one word store per lane and
 // word, as v2 did before them (false). Set by the pipeline; a constant to
 // the driver's compiler, so the branch not taken is dead code there.
