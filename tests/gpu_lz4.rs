@@ -282,8 +282,10 @@ fn padded_rows_land_where_copy_buffer_to_texture_reads() {
             .expect("device lost");
         assert_eq!(gpu.status, twin.status, "{what}");
         check_result(&batch, &originals, &gpu, &what);
-        // Rows of whole 16-byte units (most shapes here) take the 16-byte
-        // stores on the wide variants; the others keep single stores.
+        // Rows of whole 16-byte units that start on a unit (some of the
+        // blocks here; a shape of 4- or 520-byte rows puts the blocks after
+        // it off the units) take the 16-byte stores on the wide variants;
+        // the others keep single stores.
         let (own, counts) = batch.run_twin_for(&pipeline, &initial);
         assert!(own.output == twin.output, "{what}: its twin");
         assert_eq!(

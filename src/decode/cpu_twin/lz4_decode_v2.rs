@@ -39,16 +39,16 @@ pub struct Lz4DecodeCounts {
     pub turn_barriers: u32,
     /// Window loads (one coalesced load of `WIN` words each).
     pub window_loads: u32,
-    /// 16-byte (vec4) stores: with `WIDE`, the aligned units of linear
-    /// passes of more than `WG` words; none without.
+    /// 16-byte (vec4) stores: with `WIDE`, the aligned units of passes of
+    /// more than `WG` words, linear or in rows of whole units; none without.
     pub wide_stores: u32,
     /// Of the wide stores, those whose 16 bytes were copied as one run
     /// (literals, or a match that does not wrap inside them); the others
     /// were put together word by word.
     pub wide_copies: u32,
     /// Single-word stores: without `WIDE` every word; with it, the head and
-    /// tail words of long linear passes, every word of shorter ones and of
-    /// row-layout passes.
+    /// tail words of long passes, every word of shorter ones and of rows
+    /// that are not whole units.
     pub word_stores: u32,
 }
 
@@ -152,7 +152,7 @@ fn rows_in_units(dst: Layout) -> bool {
 }
 
 /// The shader's `sequence_quad`: the four words of block positions
-/// [p, p + 16) of a linear pass, and whether they were copied as one run.
+/// [p, p + 16) of a pass, and whether they were copied as one run.
 fn sequence_quad(buf: &Buffers<'_>, dst: Layout, seq: Sequence, p: u32) -> ([u32; 4], bool) {
     // Where the 16 bytes come from when they are one contiguous run.
     let mut run = None;
@@ -423,7 +423,7 @@ impl BlockDecoder {
                 let w = head_end + u * 4;
                 let (quad, copied) = sequence_quad(&buf, dst, seq, w * 4);
                 let at = phys_word(dst, w);
-                debug_assert_eq!(at % 4, 0, "a unit on a 16-byte boundary");
+                assert_eq!(at % 4, 0, "a unit on a 16-byte boundary");
                 for (j, v) in quad.into_iter().enumerate() {
                     stores.push((at + j as u32, v));
                 }

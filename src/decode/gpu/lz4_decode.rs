@@ -47,8 +47,9 @@ pub enum Lz4DecodePath {
     /// v2 without subgroups: the same loop and barrier rule, headers read
     /// from the input binding; 32-lane workgroups.
     PortableV2,
-    /// [`Self::SubgroupV2`] with 16-byte stores: a linear pass of more than
-    /// `WG` words writes its 16-byte-aligned units with one vec4 store per
+    /// [`Self::SubgroupV2`] with 16-byte stores: a pass of more than `WG`
+    /// words, linear or in rows of whole 16-byte units (BCn tiles), writes
+    /// its 16-byte-aligned units with one vec4 store per
     /// lane (the output is bound as `array<vec4<u32>>`, so its size must be
     /// a multiple of 16). Same shader source, `override WIDE = true`.
     SubgroupV2Wide,
@@ -140,7 +141,7 @@ impl Lz4DecodePath {
         }
     }
 
-    /// Whether the variant writes long linear passes with 16-byte stores
+    /// Whether the variant writes long passes with 16-byte stores
     /// (v2's `override WIDE`). Only these bind the output as 16-byte units
     /// and need an output buffer of a multiple of 16 bytes
     /// ([`Lz4EncodeError::OutputNotWholeUnits`]); the others bind it as
