@@ -42,7 +42,7 @@ use crate::staging::StagingRing;
 
 use super::batch_status::{lost_error, table};
 use super::complete::{GpuStatus, ToCompletion};
-use super::gpu_direct::copy_from_chunk;
+use super::gpu_direct::{copy_from_chunk, end_pinned};
 use super::job_table::JobTable;
 use super::plan::{BlockData, Class, Part};
 use super::RequestError;
@@ -444,10 +444,7 @@ impl GpuBatcher {
                 for c in chunks {
                     // Copies straight out of the chunk have landed.
                     for part in self.direct.remove(&c).unwrap_or_default() {
-                        if let Some(j) = jobs.get(part.job) {
-                            j.ctl.end_gpu();
-                        }
-                        done.push((part, Ok(())));
+                        end_pinned(jobs, part, Ok(()), done);
                     }
                     let owed = self.poller.owe();
                     let tx = self.events.clone();
@@ -470,10 +467,7 @@ impl GpuBatcher {
                 }
                 for (_, parts) in self.direct.drain() {
                     for part in parts {
-                        if let Some(j) = jobs.get(part.job) {
-                            j.ctl.end_gpu();
-                        }
-                        done.push((part, Err(lost_error(&why))));
+                        end_pinned(jobs, part, Err(lost_error(&why)), done);
                     }
                 }
                 self.lost = Some(why);

@@ -11,6 +11,20 @@ use super::plan::{Part, Place};
 use super::request::Destination;
 use super::RequestError;
 
+/// Ends a part whose job was pinned for GPU writes (`begin_gpu`): unpins
+/// the job and reports how the part ended.
+pub(super) fn end_pinned(
+    jobs: &JobTable,
+    part: Part,
+    result: Result<(), RequestError>,
+    done: &mut Vec<(Part, Result<(), RequestError>)>,
+) {
+    if let Some(j) = jobs.get(part.job) {
+        j.ctl.end_gpu();
+    }
+    done.push((part, result));
+}
+
 /// Records the copies of parts the CPU laid out for their destinations
 /// straight from their staging chunk `chunk` (software adapters). Parts of
 /// cancelled requests end here; the others are pinned until the copies are
@@ -37,15 +51,8 @@ pub(super) fn copy_from_chunk(
                 parts.push(part);
             }
             None => {
-                if let Some(j) = job {
-                    j.ctl.end_gpu();
-                }
-                done.push((
-                    part,
-                    Err(RequestError::Internal(
-                        "a GPU part lost its destination".into(),
-                    )),
-                ));
+                let lost = RequestError::Internal("a GPU part lost its destination".into());
+                end_pinned(jobs, part, Err(lost), done);
             }
         }
     }

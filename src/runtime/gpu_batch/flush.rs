@@ -16,7 +16,7 @@ use crate::destinations::gpu_copies::{
 use super::super::batch_status::{table, BatchEntry, BatchInFlight, Slots};
 use super::super::batch_tables::{BatchTables, Laid, LocalSlot, RUN_ALIGN};
 use super::super::complete::ToCompletion;
-use super::super::gpu_direct::{part_dests, record_part_direct};
+use super::super::gpu_direct::{end_pinned, part_dests, record_part_direct};
 use super::super::job_table::JobTable;
 use super::super::plan::{BlockData, Class, Place};
 use super::super::RequestError;
@@ -77,7 +77,8 @@ impl GpuBatcher {
                 label: Some("gpustream batch"),
             });
         let input = res.input.slice(..open.input_used.max(256));
-        let mut rec = self.record_passes(&mut enc, res, input, &plan, &tables);
+        let words = status_words(&tables);
+        let mut rec = self.record_passes(&mut enc, res, input, &plan, &tables, words);
         for e in sorted.direct {
             let dest = jobs.get(e.part.job).map(|j| &j.destination);
             match record_part_direct(&mut enc, &res.input, e.src, &e.part, dest) {
@@ -91,19 +92,11 @@ impl GpuBatcher {
                     });
                 }
                 None => {
-                    if let Some(j) = jobs.get(e.part.job) {
-                        j.ctl.end_gpu();
-                    }
-                    done.push((
-                        e.part,
-                        Err(RequestError::Internal(
-                            "a GPU part lost its destination".into(),
-                        )),
-                    ));
+                    let lost = RequestError::Internal("a GPU part lost its destination".into());
+                    end_pinned(jobs, e.part, Err(lost), done);
                 }
             }
         }
-        let words = status_words(&tables);
         if words > 0 {
             for (i, status) in res.status.iter().enumerate() {
                 enc.copy_buffer_to_buffer(
@@ -187,10 +180,10 @@ impl GpuBatcher {
         input: wgpu::BufferSlice<'_>,
         plan: &OutputPlan,
         tables: &Tables,
+        words: u64,
     ) -> Recorded {
         let mut rec = Recorded::default();
         let laid = &tables.laid;
-        let words = status_words(tables);
         let mut noop_ok: Option<Vec<u32>> = None;
         for (i, status) in res.status.iter().enumerate() {
             if words == 0 {
@@ -326,15 +319,8 @@ fn build_tables(
     let mut pending = Vec::with_capacity(live.len());
     for (e, span) in live {
         let Some(span) = span.filter(|_| fits) else {
-            if let Some(j) = jobs.get(e.part.job) {
-                j.ctl.end_gpu();
-            }
-            done.push((
-                e.part,
-                Err(RequestError::Internal(
-                    "a GPU part lost its destination or scratch".into(),
-                )),
-            ));
+            let lost = RequestError::Internal("a GPU part lost its destination or scratch".into());
+            end_pinned(jobs, e.part, Err(lost), done);
             continue;
         };
         let src = e.src as u32;
