@@ -422,11 +422,32 @@ fn place_region(
     }
 }
 
-/// Records `copies` from `scratch`; returns (commands, texture copies).
+/// The texture mips one submission's copies write, each counted once:
+/// what "texture copies per mip per submission" divides by.
+#[derive(Default)]
+pub(crate) struct MipsTouched(Vec<(wgpu::Texture, u32)>);
+
+impl MipsTouched {
+    /// Notes a copy into `mip` of `texture`.
+    pub fn add(&mut self, texture: &wgpu::Texture, mip: u32) {
+        self.0.push((texture.clone(), mip));
+    }
+
+    /// The distinct mips noted.
+    pub fn count(mut self) -> u64 {
+        self.0.sort();
+        self.0.dedup();
+        self.0.len() as u64
+    }
+}
+
+/// Records `copies` from `scratch`, noting the mips they write in `mips`;
+/// returns (commands, texture copies).
 pub(crate) fn record_copies(
     enc: &mut wgpu::CommandEncoder,
     scratch: &wgpu::Buffer,
     copies: &[OutCopy],
+    mips: &mut MipsTouched,
 ) -> (u64, u64) {
     let mut textures = 0;
     for c in copies {
@@ -447,6 +468,7 @@ pub(crate) fn record_copies(
                 extent,
             } => {
                 textures += 1;
+                mips.add(texture, *mip);
                 enc.copy_buffer_to_texture(
                     wgpu::TexelCopyBufferInfo {
                         buffer: scratch,

@@ -31,6 +31,7 @@ use crate::completion::Outcome;
 use super::batch_status::{lost_error, BatchInFlight, StatusWords};
 use super::job::{Ended, JobHot, JobOwner, JobSpec};
 use super::job_table::split_key;
+use super::plan::Part;
 use super::RequestError;
 
 /// What reaches the completion stage.
@@ -54,6 +55,8 @@ pub(crate) enum ToCompletion {
     Refused(Vec<JobSpec>),
     /// The submission thread's handles of ended jobs, to drop here.
     Release(Vec<Arc<JobHot>>),
+    /// Part lists the schedule has used up, to free here.
+    Spent(Vec<std::vec::IntoIter<Part>>),
     /// Nothing more will come.
     Stop,
 }
@@ -203,6 +206,10 @@ impl Stage {
             }
             ToCompletion::Release(handles) => {
                 drop(handles);
+                false
+            }
+            ToCompletion::Spent(lists) => {
+                drop(lists);
                 false
             }
             ToCompletion::Stop => true,

@@ -89,6 +89,10 @@ pub(crate) struct Dispatcher {
     /// its end in one message.
     ended: Vec<(u64, Result<(), RequestError>)>,
     staging_peak: Arc<AtomicU64>,
+    /// Scratch lists kept between turns, so their capacity is reused: the
+    /// parts one `pump` takes, and what one read completion landed.
+    picked: Vec<Part>,
+    landed: Vec<Landed>,
 }
 
 /// The channels between the GPU batch, the submission thread and the
@@ -153,6 +157,8 @@ impl Dispatcher {
             completion: Some(completion),
             ended: Vec::new(),
             staging_peak,
+            picked: Vec::new(),
+            landed: Vec::new(),
         })
     }
 
@@ -225,6 +231,10 @@ impl Dispatcher {
                 let parts = std::mem::take(&mut self.ended);
                 let _ = self.to_complete.send(ToCompletion::Parts(parts));
             }
+            let spent = self.schedule.take_spent();
+            if !spent.is_empty() {
+                let _ = self.to_complete.send(ToCompletion::Spent(spent));
+            }
             self.rt
                 .submit_busy_ns
                 .fetch_add(busy_from.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -286,7 +296,7 @@ impl Dispatcher {
     /// on its way to it.
     fn pump(&mut self) {
         let cap = self.rt.config.io.queue_depth.max(1) * 8;
-        let mut batch: Vec<Part> = Vec::new();
+        let mut batch = std::mem::take(&mut self.picked);
         // Parts of cancelled requests are dropped before they are read. The
         // check is skipped while no cancel has happened since the schedule
         // was last checked through: a part missed here still ends as
@@ -324,8 +334,9 @@ impl Dispatcher {
             self.cancels_seen = epoch;
         }
         if !batch.is_empty() {
-            self.place(batch);
+            self.place(&mut batch);
         }
+        self.picked = batch;
         let Some(g) = self.gpu.as_mut() else { return };
         g.ring.seal_open();
         let mut done = Vec::new();
@@ -342,13 +353,15 @@ impl Dispatcher {
         self.finished(done);
     }
 
-    fn place(&mut self, parts: Vec<Part>) {
+    /// Places `parts` (left empty, its capacity kept for the next turn).
+    fn place(&mut self, parts: &mut Vec<Part>) {
         let mut blocked: Vec<Part> = Vec::new();
         // File parts by (file, family): a run lands either in staging or in
         // a bounce buffer, never both.
         let mut groups: Vec<((usize, bool), Vec<Part>)> = Vec::new();
         let lost = self.gpu.as_ref().and_then(|g| g.lost().map(str::to_string));
-        for part in parts {
+        let n = parts.len();
+        for part in parts.drain(..) {
             if let (Some(why), true) = (&lost, part.to_gpu()) {
                 self.part_done(part.job, Err(lost_error(why)));
                 continue;
@@ -363,7 +376,12 @@ impl Dispatcher {
                     let key = (Arc::as_ptr(f) as usize, to_staging(&part));
                     match groups.iter_mut().find(|(k, _)| *k == key) {
                         Some((_, g)) => g.push(part),
-                        None => groups.push((key, vec![part])),
+                        None => {
+                            // Most turns have one group: size the first.
+                            let mut g = Vec::with_capacity(if groups.is_empty() { n } else { 4 });
+                            g.push(part);
+                            groups.push((key, g));
+                        }
                     }
                 }
             }
@@ -581,9 +599,11 @@ impl Dispatcher {
     }
 
     fn on_read(&mut self, c: ReadCompletion) {
-        let mut landed = Vec::new();
+        // One list for every read: growing a fresh one per read was a
+        // fortieth of this thread's own work (issue #10, `perf`).
+        let mut landed = std::mem::take(&mut self.landed);
         let chunk = self.reads.complete(c, &mut landed);
-        for l in landed {
+        for l in landed.drain(..) {
             match l {
                 Landed::Staged { part, chunk, at } => {
                     let len = part.block.stored;
@@ -601,6 +621,7 @@ impl Dispatcher {
                 }
             }
         }
+        self.landed = landed;
         if let (Some(c), Some(g)) = (chunk, self.gpu.as_mut()) {
             g.ring.slot_written(c);
         }

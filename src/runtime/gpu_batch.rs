@@ -38,6 +38,7 @@ use crate::completion::gpu_poll::GpuPoller;
 use crate::decode::gpu::{
     BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, StoredCopyPipeline,
 };
+use crate::destinations::gpu_copies::MipsTouched;
 use crate::staging::StagingRing;
 
 use super::batch_status::{lost_error, table};
@@ -319,6 +320,9 @@ impl GpuBatcher {
         }
         let mut enc: Option<wgpu::CommandEncoder> = None;
         let mut copied = Vec::new();
+        // The mips direct copies write, per submission.
+        let mut mips = MipsTouched::default();
+        let mut mip_submissions = 0;
         // A job whose parts are copied straight from a chunk, to count the
         // submission that carries them.
         let mut direct_job = None;
@@ -337,7 +341,7 @@ impl GpuBatcher {
                 });
                 let staged = std::mem::take(&mut self.staged[c]);
                 let staged = staged.into_iter().map(|s| (s.part, s.at));
-                let parts = copy_from_chunk(e, &buffer, staged, jobs, done);
+                let parts = copy_from_chunk(e, &buffer, staged, jobs, done, &mut mips);
                 direct_job = direct_job.or(parts.first().map(|p| p.job));
                 self.direct.insert(c, parts);
                 copied.push(c);
@@ -358,6 +362,7 @@ impl GpuBatcher {
                 // they must reach the queue first.
                 if let Some(e) = enc.take() {
                     self.submit_copies(e, std::mem::take(&mut copied));
+                    mip_submissions += std::mem::take(&mut mips).count();
                 }
                 self.flush(jobs, done);
             }
@@ -389,6 +394,7 @@ impl GpuBatcher {
             open.out_need += weight;
             open.descs += n;
             let verify = self.crc.is_some();
+            open.entries.reserve(self.staged[c].len());
             for s in self.staged[c].drain(..) {
                 let check = match (&s.part.block.data, s.part.class) {
                     (BlockData::File(pf, id), Class::Raw | Class::GpuLz4) if verify => {
@@ -406,8 +412,12 @@ impl GpuBatcher {
         }
         if let Some(e) = enc {
             self.submit_copies(e, copied);
+            mip_submissions += mips.count();
             if let Some(j) = direct_job.and_then(|id| jobs.get(id)) {
-                j.stats(|st| st.gpu_submits += 1);
+                j.stats(|st| {
+                    st.gpu_submits += 1;
+                    st.texture_mip_submissions += mip_submissions;
+                });
             }
         }
     }

@@ -4,7 +4,7 @@
 //! adapters, where every copy is CPU work, a chunk holding only such parts
 //! is copied from straight away ([`copy_from_chunk`]).
 
-use crate::destinations::gpu_copies::PartDest;
+use crate::destinations::gpu_copies::{MipsTouched, PartDest};
 
 use super::job_table::JobTable;
 use super::plan::{Part, Place};
@@ -35,6 +35,7 @@ pub(super) fn copy_from_chunk(
     staged: impl IntoIterator<Item = (Part, u64)>,
     jobs: &JobTable,
     done: &mut Vec<(Part, Result<(), RequestError>)>,
+    mips: &mut MipsTouched,
 ) -> Vec<Part> {
     let (mut commands, mut texture_copies) = (0u64, 0u64);
     let mut parts = Vec::new();
@@ -44,7 +45,7 @@ pub(super) fn copy_from_chunk(
             done.push((part, Err(RequestError::Cancelled)));
             continue;
         }
-        match record_part_direct(enc, chunk, at, &part, job.map(|j| &j.destination)) {
+        match record_part_direct(enc, chunk, at, &part, job.map(|j| &j.destination), mips) {
             Some((c, t)) => {
                 commands += c;
                 texture_copies += t;
@@ -75,6 +76,7 @@ pub(super) fn record_part_direct(
     at: u64,
     part: &Part,
     dest: Option<&Destination>,
+    mips: &mut MipsTouched,
 ) -> Option<(u64, u64)> {
     let mut dests = Vec::new();
     if !part_dests(part, dest, &mut dests) {
@@ -83,7 +85,7 @@ pub(super) fn record_part_direct(
     let (mut commands, mut textures) = (0, 0);
     let mut src = at;
     for d in &dests {
-        textures += record_direct(enc, input, src, d);
+        textures += record_direct(enc, input, src, d, mips);
         commands += 1;
         if let PartDest::Texture { layout, .. } = d {
             src += layout.padded_size().next_multiple_of(256);
@@ -99,6 +101,7 @@ fn record_direct(
     input: &wgpu::Buffer,
     src: u64,
     dest: &PartDest<'_>,
+    mips: &mut MipsTouched,
 ) -> u64 {
     match dest {
         PartDest::Buffer {
@@ -117,6 +120,7 @@ fn record_direct(
             height,
             layout,
         } => {
+            mips.add(texture, *mip);
             enc.copy_buffer_to_texture(
                 wgpu::TexelCopyBufferInfo {
                     buffer: input,

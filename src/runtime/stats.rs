@@ -54,6 +54,10 @@ pub struct QueueStats {
     pub gpu_commands: u64,
     /// `copy_buffer_to_texture` commands recorded.
     pub texture_copies: u64,
+    /// Texture mips those copies wrote, each counted once per GPU
+    /// submission: `texture_copies / texture_mip_submissions` is the copies
+    /// per mip per submission.
+    pub texture_mip_submissions: u64,
     /// Bytes the GPU's decode and copy passes wrote straight into
     /// destination buffers (bound as their output: no scratch, no copy).
     pub direct_buffer_bytes: u64,

@@ -162,13 +162,14 @@ pub(super) fn print(r: &BenchReport) {
         .flat_map(|row| {
             row.targets.iter().map(move |c| {
                 format!(
-                    "  {:<8} {:>4} MiB  {:<22} {:>10.4}  target {:<8} {}",
+                    "  {:<8} {:>4} MiB  {:<22} {:>10.4}  target {:<8} {}{}",
                     row.case,
                     row.staging_mib,
                     c.metric,
                     c.value,
                     c.target,
-                    if c.met { "met" } else { "NOT MET" }
+                    if c.met { "met" } else { "NOT MET" },
+                    c.note.as_ref().map(|n| format!(" {n}")).unwrap_or_default()
                 )
             })
         })
@@ -202,7 +203,7 @@ pub(super) fn host_table(rows: &[BenchRow]) -> Table {
         "submit own s/GB",
         "blocks/dispatch",
         "GPU cmds/MiB",
-        "tex copies/mip/pass",
+        "tex copies/mip/submit",
         "GPU submits/pass",
         "host copies/byte",
         "baseline CPU s/GB",

@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::decode::gpu::{BlockCheckDesc, Lz4BlockDesc, PassBindings};
 use crate::decode::Lz4Status;
 use crate::destinations::gpu_copies::{
-    plan_outputs, record_copies, DirectRule, OutputPlan, PartDest,
+    plan_outputs, record_copies, DirectRule, MipsTouched, OutputPlan, PartDest,
 };
 
 use super::super::batch_status::{table, BatchEntry, BatchInFlight, Slots};
@@ -53,6 +53,8 @@ struct Recorded {
     lz4_passes: u64,
     copy_passes: u64,
     texture_copies: u64,
+    /// The mips the texture copies write.
+    mips: MipsTouched,
 }
 
 impl GpuBatcher {
@@ -81,7 +83,7 @@ impl GpuBatcher {
         let mut rec = self.record_passes(&mut enc, res, input, &plan, &tables, words);
         for e in sorted.direct {
             let dest = jobs.get(e.part.job).map(|j| &j.destination);
-            match record_part_direct(&mut enc, &res.input, e.src, &e.part, dest) {
+            match record_part_direct(&mut enc, &res.input, e.src, &e.part, dest, &mut rec.mips) {
                 Some((c, t)) => {
                     rec.texture_copies += t;
                     rec.commands += c;
@@ -109,6 +111,7 @@ impl GpuBatcher {
                 rec.commands += 1;
             }
         }
+        let mips = std::mem::take(&mut rec.mips).count();
         if let Some(first) = tables.entries.first() {
             if let Some(j) = jobs.get(first.part.job) {
                 let direct_bytes: u64 = plan.direct.iter().map(|d| d.size).sum();
@@ -119,6 +122,7 @@ impl GpuBatcher {
                     st.lz4_dispatches += rec.lz4_passes;
                     st.copy_dispatches += rec.copy_passes;
                     st.texture_copies += rec.texture_copies;
+                    st.texture_mip_submissions += mips;
                     st.blocks_gpu_decoded += run_total(&tables.laid.lz4_runs);
                     st.blocks_copied += run_total(&tables.laid.stored_runs);
                     st.direct_buffer_bytes += direct_bytes;
@@ -262,7 +266,7 @@ impl GpuBatcher {
             }
         }
         rec.dispatches += rec.lz4_passes + rec.copy_passes;
-        let (copies, texture_copies) = record_copies(enc, &res.output, &plan.copies);
+        let (copies, texture_copies) = record_copies(enc, &res.output, &plan.copies, &mut rec.mips);
         rec.texture_copies += texture_copies;
         rec.commands += copies + rec.dispatches;
         rec
