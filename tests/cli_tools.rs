@@ -130,6 +130,9 @@ fn bench_on_the_noop_adapter_counts_the_host_side_of_the_gpu_path() {
     assert!(host["gpu_commands_per_mib"].as_f64().unwrap() > 0.0);
     assert!(host["submit_busy_s_per_gb"].as_f64().unwrap() > 0.0);
     assert!(host["dispatches_per_pass"].as_f64().unwrap() > 0.0);
+    // The largest dispatch holds at least the average.
+    let peak = host["lz4_blocks_peak_dispatch"].as_u64().unwrap() as f64;
+    assert!(peak >= host["blocks_per_dispatch"].as_f64().unwrap());
     // Every mip a submission writes is counted once, with at least one copy.
     assert!(host["texture_copies_per_mip"].as_f64().unwrap() >= 1.0);
     assert!(gpu["delivered_as"].as_str().unwrap().starts_with("noop"));

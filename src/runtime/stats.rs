@@ -46,6 +46,8 @@ pub struct QueueStats {
     /// LZ4 decode dispatches among them: `blocks_gpu_decoded /
     /// lz4_dispatches` is the blocks one decode dispatch puts in flight.
     pub lz4_dispatches: u64,
+    /// The most blocks one LZ4 decode dispatch held.
+    pub lz4_dispatch_peak: u64,
     /// Stored-copy dispatches among them (stored blocks and CPU-decoded
     /// bytes bound for GPU destinations).
     pub copy_dispatches: u64,

@@ -80,6 +80,8 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
         gpu_submits: a.gpu_submits - b.gpu_submits,
         gpu_dispatches: a.gpu_dispatches - b.gpu_dispatches,
         lz4_dispatches: a.lz4_dispatches - b.lz4_dispatches,
+        // A peak does not difference: the run's, warm-up included.
+        lz4_dispatch_peak: a.lz4_dispatch_peak,
         copy_dispatches: a.copy_dispatches - b.copy_dispatches,
         gpu_commands: a.gpu_commands - b.gpu_commands,
         texture_copies: a.texture_copies - b.texture_copies,
@@ -118,6 +120,9 @@ pub struct HostSide {
     /// The decode dispatches counted in `blocks_per_dispatch`, per pass:
     /// at 1 a pass's every block is in one dispatch.
     pub dispatches_per_pass: Option<f64>,
+    /// The most LZ4 blocks one dispatch held in the run (warm-up
+    /// included): what the batch holds when the work is there.
+    pub lz4_blocks_peak_dispatch: Option<u64>,
     /// GPU queue submissions per pass.
     pub gpu_submits_per_pass: f64,
     /// Queue submits (explicit and automatic) per pass.
@@ -166,6 +171,7 @@ pub(super) fn host_side(
         } else {
             None
         },
+        lz4_blocks_peak_dispatch: (d.lz4_dispatches > 0).then_some(d.lz4_dispatch_peak),
         dispatches_per_pass: [d.lz4_dispatches, d.copy_dispatches]
             .into_iter()
             .find(|&n| n > 0)
@@ -249,11 +255,15 @@ pub(super) fn targets(
                     h.blocks_per_dispatch.unwrap_or(0.0),
                 );
                 // One dispatch a pass: the pass has no more blocks to give.
+                // Several: the largest says what a batch holds when the
+                // work is there (the others are the tails of submits).
                 if !c.met && h.dispatches_per_pass.is_some_and(|n| n <= 1.0) {
                     c.note = Some(format!(
                         "(a pass holds {:.0} blocks, all in one dispatch)",
                         c.value
                     ));
+                } else if let (false, Some(peak)) = (c.met, h.lz4_blocks_peak_dispatch) {
+                    c.note = Some(format!("(largest dispatch: {peak} blocks)"));
                 }
                 t.push(c);
             }

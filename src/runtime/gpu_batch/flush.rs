@@ -112,6 +112,8 @@ impl GpuBatcher {
             }
         }
         let mips = std::mem::take(&mut rec.mips).count();
+        let lz4_peak = tables.laid.lz4_runs.iter().map(|r| r.len() as u64).max();
+        let lz4_peak = lz4_peak.unwrap_or(0);
         if let Some(first) = tables.entries.first() {
             if let Some(j) = jobs.get(first.part.job) {
                 let direct_bytes: u64 = plan.direct.iter().map(|d| d.size).sum();
@@ -120,6 +122,7 @@ impl GpuBatcher {
                     st.gpu_commands += rec.commands;
                     st.gpu_dispatches += rec.dispatches;
                     st.lz4_dispatches += rec.lz4_passes;
+                    st.lz4_dispatch_peak = st.lz4_dispatch_peak.max(lz4_peak);
                     st.copy_dispatches += rec.copy_passes;
                     st.texture_copies += rec.texture_copies;
                     st.texture_mip_submissions += mips;
