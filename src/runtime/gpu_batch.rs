@@ -322,7 +322,7 @@ impl GpuBatcher {
         let mut copied = Vec::new();
         // The mips direct copies write, per submission.
         let mut mips = MipsTouched::default();
-        let mut mip_submissions = 0;
+        let (mut mip_submissions, mut submits) = (0, 0);
         // A job whose parts are copied straight from a chunk, to count the
         // submission that carries them.
         let mut direct_job = None;
@@ -363,6 +363,7 @@ impl GpuBatcher {
                 if let Some(e) = enc.take() {
                     self.submit_copies(e, std::mem::take(&mut copied));
                     mip_submissions += std::mem::take(&mut mips).count();
+                    submits += 1;
                 }
                 self.flush(jobs, done);
             }
@@ -413,12 +414,15 @@ impl GpuBatcher {
         if let Some(e) = enc {
             self.submit_copies(e, copied);
             mip_submissions += mips.count();
-            if let Some(j) = direct_job.and_then(|id| jobs.get(id)) {
-                j.stats(|st| {
-                    st.gpu_submits += 1;
-                    st.texture_mip_submissions += mip_submissions;
-                });
-            }
+            submits += 1;
+        }
+        // Counted once the last submission is made: one cut short by a
+        // full batch counts too.
+        if let (true, Some(j)) = (submits > 0, direct_job.and_then(|id| jobs.get(id))) {
+            j.stats(|st| {
+                st.gpu_submits += submits;
+                st.texture_mip_submissions += mip_submissions;
+            });
         }
     }
 
