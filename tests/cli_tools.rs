@@ -153,6 +153,34 @@ fn bench_on_the_noop_adapter_counts_the_host_side_of_the_gpu_path() {
 }
 
 #[test]
+fn bench_sustained_keeps_passes_queued_and_reports_how_many() {
+    let report = bench_json(&[
+        "--quick",
+        "--iters",
+        "4",
+        "--adapter",
+        "noop",
+        "--buffered",
+        "--cases",
+        "gpu-lz4",
+        "--staging",
+        "256",
+        "--sustained",
+        "--ahead",
+        "3",
+    ]);
+    assert_eq!(report["sustained"], true);
+    let row = &report["rows"][0];
+    assert_eq!(row["passes_ahead"], 3);
+    let host = &row["host"];
+    // Every pass was waited for and delivered, whatever the batches were.
+    assert!(row["delivered_gbps"].as_f64().unwrap() > 0.0);
+    assert!(host["dispatches_per_pass"].as_f64().unwrap() > 0.0);
+    let peak = host["lz4_blocks_peak_dispatch"].as_u64().unwrap() as f64;
+    assert!(peak >= host["blocks_per_dispatch"].as_f64().unwrap());
+}
+
+#[test]
 fn bench_no_verify_turns_checksums_off_in_the_baseline_too() {
     let report = bench_json(&[
         "--quick",

@@ -255,9 +255,13 @@ pub(super) fn targets(
                     h.blocks_per_dispatch.unwrap_or(0.0),
                 );
                 // One dispatch a pass: the pass has no more blocks to give.
-                // Several: the largest says what a batch holds when the
-                // work is there (the others are the tails of submits).
-                if !c.met && h.dispatches_per_pass.is_some_and(|n| n <= 1.0) {
+                // Several, or dispatches spanning passes (sustained): the
+                // largest says what a batch holds when the work is there
+                // (the others are the tails of submits).
+                let one_per_pass = h
+                    .dispatches_per_pass
+                    .is_some_and(|n| (n - 1.0).abs() < 1e-9);
+                if !c.met && one_per_pass {
                     c.note = Some(format!(
                         "(a pass holds {:.0} blocks, all in one dispatch)",
                         c.value

@@ -49,9 +49,17 @@ pub struct Args {
     /// (comma-separated).
     #[arg(long, value_delimiter = ',')]
     cases: Option<Vec<String>>,
-    /// Keep the next batch queued before waiting on the current one.
+    /// Keep later batches queued before waiting on the current one, as a
+    /// streaming application keeps its queue fed.
     #[arg(long)]
     sustained: bool,
+    /// With `--sustained`: how many passes stay queued beyond the one
+    /// being waited on, each with its own destination set. Default: enough
+    /// that the queue's capacity (8,192 requests), not bench, holds the
+    /// application back, as a streaming application keeps its queue full
+    /// (at most 8).
+    #[arg(long, value_name = "N", requires = "sustained")]
+    ahead: Option<u32>,
     /// Timed passes per case and staging size (after one warm-up).
     #[arg(long)]
     iters: Option<u32>,
@@ -108,6 +116,8 @@ struct Plan {
     threads: usize,
     buffered: bool,
     sustained: bool,
+    /// `--ahead` (sustained only; `None`: from the queue's capacity).
+    ahead: Option<u32>,
     verify: bool,
     map: bool,
     lz4_path: Option<Lz4DecodePath>,
@@ -219,6 +229,7 @@ pub fn run(args: Args) -> CliResult {
         threads,
         buffered: args.buffered,
         sustained: args.sustained,
+        ahead: args.ahead.map(|a| a.max(1)),
         verify: !args.no_verify,
         map: !args.no_map,
         lz4_path,
@@ -389,6 +400,17 @@ struct RunInfo {
     lz4: Option<Lz4DecodePath>,
 }
 
+/// The capacity of bench's queue, in requests (DirectStorage's largest).
+const QUEUE_CAPACITY: usize = 8192;
+
+/// Passes a sustained run queues beyond the one it waits on, by default:
+/// enough that the queue's capacity holds the application back (one pass
+/// more than fits), at most 8 (each has its own destination set).
+fn passes_to_fill(requests_per_pass: usize) -> u32 {
+    let per_pass = requests_per_pass + 1; // and its fence
+    (QUEUE_CAPACITY / per_pass + 1).clamp(1, 8) as u32
+}
+
 /// Streams one case at one staging size: a warm-up pass, then the timed
 /// passes, each followed by one pass of the baseline that `base` makes
 /// (given whether the runtime reads the pack O_DIRECT), so the two
@@ -434,15 +456,23 @@ fn measure<'a>(
     let pack = pf.pack();
     let stored: u64 = pack.blocks().iter().map(|b| b.stored_size as u64).sum();
     let raw: u64 = pack.blocks().iter().map(|b| b.size as u64).sum();
-    // Two destination sets, so sustained mode can queue one while the
-    // other is in flight (a plain run uses the first).
-    let sets = [
-        cases::build_targets(&pf, ctx, limit),
-        cases::build_targets(&pf, ctx, limit),
-    ];
+    // One destination set per pass that can be in flight at once:
+    // sustained mode queues `ahead` passes beyond the one it waits on, and
+    // a set is queued again only once its previous pass is waited for (a
+    // plain run uses the first).
+    let first = cases::build_targets(&pf, ctx, limit);
+    let ahead = match (plan.sustained, plan.ahead) {
+        (false, _) => 0,
+        (true, Some(a)) => a,
+        (true, None) => passes_to_fill(first.requests.len()),
+    };
+    let mut sets = vec![first];
+    for _ in 0..ahead {
+        sets.push(cases::build_targets(&pf, ctx, limit));
+    }
     let delivered = sets[0].delivered;
     let q = rt.create_queue(QueueConfig {
-        capacity: 8192,
+        capacity: QUEUE_CAPACITY,
         ..Default::default()
     });
     let fence = Fence::new();
@@ -462,10 +492,8 @@ fn measure<'a>(
     // page faults of its fresh memory (about 2 us a page in this VM), which
     // the hand-written loop, reusing one allocation, pays in its own
     // warm-up only.
-    let v = enqueue_all(&sets[0], &mut value)?;
-    fence.wait(v);
-    if plan.sustained {
-        let v = enqueue_all(&sets[1], &mut value)?;
+    for set in &sets {
+        let v = enqueue_all(set, &mut value)?;
         fence.wait(v);
     }
     plan.progress.inc(1);
@@ -482,21 +510,25 @@ fn measure<'a>(
     let busy_cpu0 = metrics::submit_thread_cpu();
     let cpu0 = metrics::cpu_seconds();
     if plan.sustained {
-        let mut prev = enqueue_all(&sets[1], &mut value)?;
+        // Pass `p` writes set `p % sets.len()`. Before waiting on pass `i`,
+        // pass `i + ahead` is queued: its set's last pass, `i - 1`, was
+        // waited on in the previous turn.
+        let ahead = ahead as usize;
+        let mut queued = std::collections::VecDeque::new();
         let mut t_prev = Instant::now();
-        for i in 0..iters {
-            let next = if i + 1 < iters {
-                Some(enqueue_all(&sets[(i as usize) % 2], &mut value)?)
-            } else {
-                None
-            };
-            fence.wait(prev);
+        for p in 0..ahead.min(iters as usize) {
+            queued.push_back(enqueue_all(&sets[p % sets.len()], &mut value)?);
+        }
+        for i in 0..iters as usize {
+            let p = i + ahead;
+            if p < iters as usize {
+                queued.push_back(enqueue_all(&sets[p % sets.len()], &mut value)?);
+            }
+            let v = queued.pop_front().expect("pass i is queued");
+            fence.wait(v);
             times.push(t_prev.elapsed());
             plan.progress.inc(1);
             t_prev = Instant::now();
-            if let Some(n) = next {
-                prev = n;
-            }
         }
     } else {
         for _ in 0..iters {
@@ -576,6 +608,7 @@ fn measure<'a>(
         host,
         noop_decode_not_run,
         delivered_as,
+        passes_ahead: ahead,
         targets: Vec::new(),
     };
     let info = RunInfo {
@@ -622,4 +655,21 @@ fn noop_failures(
         rec.failure_count
     )
     .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::passes_to_fill;
+
+    #[test]
+    fn sustained_runs_queue_one_pass_more_than_the_queue_holds() {
+        // The demo pack's 1,522 requests: 5 passes (and fences) fit in
+        // 8,192, so 6 stay queued beyond the one waited on.
+        assert_eq!(passes_to_fill(1522), 6);
+        // A pass bigger than the queue still has one queued behind it.
+        assert_eq!(passes_to_fill(20_000), 1);
+        assert_eq!(passes_to_fill(8191), 2);
+        // Tiny passes stop at 8 destination sets.
+        assert_eq!(passes_to_fill(10), 8);
+    }
 }

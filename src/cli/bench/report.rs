@@ -59,6 +59,8 @@ pub struct BenchRow {
     pub noop_decode_not_run: u64,
     /// How the row's requests were counted as delivered.
     pub delivered_as: String,
+    /// Passes queued beyond the one waited on (`--sustained`; 0 otherwise).
+    pub passes_ahead: u32,
     /// Issue #10's targets that apply to this row.
     pub targets: Vec<TargetCheck>,
 }
@@ -117,11 +119,13 @@ pub(super) fn print(r: &BenchReport) {
     if let Some(d) = &r.lz4_decoder {
         println!("GPU LZ4 decoder: {d}");
     }
-    println!(
-        "pack: {}{}",
-        r.pack,
-        if r.sustained { "   (sustained)" } else { "" }
-    );
+    let sustained = if r.sustained {
+        let ahead = r.rows.first().map_or(0, |row| row.passes_ahead);
+        format!("   (sustained: {ahead} passes queued beyond the one waited on)")
+    } else {
+        String::new()
+    };
+    println!("pack: {}{sustained}", r.pack);
     for n in &r.notes {
         println!("note: {n}");
     }
