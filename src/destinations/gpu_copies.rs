@@ -224,30 +224,8 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>], direct: Option<DirectRule>) -
     }
     for ((texture, mip, layer), parts) in textures.into_sorted() {
         let format = texture.format();
-        let (bw, bh) = format.block_dimensions();
         let bpb = format.block_copy_size(None).unwrap_or(4);
-        let mut rects: Vec<Rect> = parts
-            .iter()
-            .map(|&i| match &dests[i] {
-                PartDest::Texture {
-                    origin,
-                    width,
-                    height,
-                    layout,
-                    ..
-                } => Rect {
-                    part: i,
-                    x: origin.x / bw,
-                    y: origin.y / bh,
-                    w: layout.row_bytes / bpb,
-                    h: layout.rows,
-                    tx1: origin.x + width,
-                    ty1: origin.y + height,
-                },
-                PartDest::Buffer { .. } => unreachable!("grouped as a texture"),
-            })
-            .collect();
-        rects.sort_by_key(|r| (r.y, r.x));
+        let rects = texture_rects(dests, &parts, format);
         for region in regions(&rects) {
             place_region(
                 &mut plan,
@@ -260,6 +238,69 @@ pub(crate) fn plan_outputs(dests: &[PartDest<'_>], direct: Option<DirectRule>) -
         }
     }
     plan
+}
+
+/// The rectangles of texture parts `parts` of `dests` (all of one mip, in
+/// `format`), in raster order.
+fn texture_rects(
+    dests: &[PartDest<'_>],
+    parts: &[usize],
+    format: wgpu::TextureFormat,
+) -> Vec<Rect> {
+    let (bw, bh) = format.block_dimensions();
+    let bpb = format.block_copy_size(None).unwrap_or(4);
+    let mut rects: Vec<Rect> = parts
+        .iter()
+        .filter_map(|&i| match &dests[i] {
+            PartDest::Texture {
+                origin,
+                width,
+                height,
+                layout,
+                ..
+            } => Some(Rect {
+                part: i,
+                x: origin.x / bw,
+                y: origin.y / bh,
+                w: layout.row_bytes / bpb,
+                h: layout.rows,
+                tx1: origin.x + width,
+                ty1: origin.y + height,
+            }),
+            PartDest::Buffer { .. } => None,
+        })
+        .collect();
+    rects.sort_by_key(|r| (r.y, r.x));
+    rects
+}
+
+/// Of `dests`, texture parts of one mip of one texture, the ones in an
+/// unfinished row: the parts the last of their copies (in raster order)
+/// moves, when that copy stops short of the mip's right edge. Empty when the
+/// last copy spans the mip's width. A submission that holds those back for
+/// the next one, where the rest of their row follows, copies the others as
+/// whole rows.
+pub(crate) fn unfinished_row(dests: &[PartDest<'_>]) -> Vec<usize> {
+    let Some(PartDest::Texture { texture, mip, .. }) = dests.first() else {
+        return Vec::new();
+    };
+    let all: Vec<usize> = (0..dests.len()).collect();
+    let rects = texture_rects(dests, &all, texture.format());
+    unfinished_in(&rects, (texture.width() >> mip).max(1))
+}
+
+/// [`unfinished_row`] of `rects` (in raster order) in a mip `mip_width`
+/// texels wide.
+fn unfinished_in(rects: &[Rect], mip_width: u32) -> Vec<usize> {
+    let Some(last) = regions(rects).pop() else {
+        return Vec::new();
+    };
+    let region = &rects[last];
+    // A region's runs span the same columns: its last rect ends them all.
+    match region.last() {
+        Some(r) if r.tx1 < mip_width => region.iter().map(|r| r.part).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The binding through which a batch writes `parts` (sorted by offset) of
@@ -579,6 +620,33 @@ mod tests {
         let r = grouped(&tiles(&cells));
         check_exact(&r);
         assert_eq!(r.iter().map(Vec::len).sum::<usize>(), 8);
+    }
+
+    #[test]
+    fn holding_back_the_unfinished_row_leaves_whole_rows_on_both_sides() {
+        // A mip 5 tiles (80 texels) wide and 6 rows high, cut anywhere by a
+        // batch that took it from the start of a row.
+        let all: Vec<(u32, u32)> = (0..6).flat_map(|y| (0..5).map(move |x| (x, y))).collect();
+        for start in (0..all.len()).step_by(5) {
+            for end in start + 1..=all.len() {
+                let cut = &all[start..end];
+                let rects = tiles(cut);
+                let held: Vec<(u32, u32)> = unfinished_in(&rects, 80)
+                    .into_iter()
+                    .map(|i| cut[i])
+                    .collect();
+                assert_eq!(held.len(), (end - start) % 5, "{start}..{end}");
+                let kept: Vec<(u32, u32)> =
+                    cut.iter().copied().filter(|c| !held.contains(c)).collect();
+                assert!(grouped(&tiles(&kept)).len() <= 1, "{start}..{end}");
+                // The next batch: the held row, then the rest of the mip.
+                let next: Vec<(u32, u32)> = held.iter().chain(&all[end..]).copied().collect();
+                assert!(grouped(&tiles(&next)).len() <= 1, "{start}..{end}");
+            }
+        }
+        // Whole rows, or a whole mip: nothing is held back.
+        assert!(unfinished_in(&tiles(&all), 80).is_empty());
+        assert!(unfinished_in(&tiles(&all[5..15]), 80).is_empty());
     }
 
     #[test]

@@ -27,6 +27,7 @@
 //! submission.
 
 mod flush;
+mod hold_back;
 
 use super::id_map::IdMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,6 +75,8 @@ struct Entry {
     len: u32,
     /// The crc32c to check the bytes against (blocks read from a pack).
     check: Option<u32>,
+    /// Held back from a full batch for this one (`hold_back.rs`).
+    held: bool,
 }
 
 /// The device buffers of one batch.
@@ -96,6 +99,8 @@ struct Open {
     /// Descriptors its parts need, at most `BatchCaps::blocks`.
     descs: u64,
     entries: Vec<Entry>,
+    /// Where the entries of the chunk added last begin.
+    last_chunk: usize,
 }
 
 /// Destination buffers written directly in one batch, at most.
@@ -308,7 +313,7 @@ impl GpuBatcher {
     /// Moves every ready chunk into the open batch (flushing it first when a
     /// chunk does not fit), with one submission copying them all.
     pub fn take_ready_chunks(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) {
-        let ready: Vec<usize> = self.ring.ready().collect();
+        let ready = self.ring.ready();
         if let Some(why) = &self.lost {
             for c in ready {
                 for s in self.staged[c].drain(..) {
@@ -333,12 +338,7 @@ impl GpuBatcher {
             }
             if self.software && self.staged[c].iter().all(|s| s.part.pitched) {
                 let (buffer, _) = self.ring.unmap_for_gpu(c);
-                let e = enc.get_or_insert_with(|| {
-                    self.device
-                        .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                            label: Some("gpustream staging copy"),
-                        })
-                });
+                let e = enc.get_or_insert_with(|| self.copy_encoder());
                 let staged = std::mem::take(&mut self.staged[c]);
                 let staged = staged.into_iter().map(|s| (s.part, s.at));
                 let parts = copy_from_chunk(e, &buffer, staged, jobs, done, &mut mips);
@@ -357,7 +357,11 @@ impl GpuBatcher {
                     && o.out_need + weight <= self.caps.output
                     && o.descs + n <= self.caps.blocks
             };
+            let mut held = None;
             if self.open.as_ref().is_some_and(|o| !fits(o)) {
+                // Mips cut inside a row of tiles keep that row for the
+                // next batch (`hold_back.rs`).
+                held = self.hold_back_rows(jobs);
                 // The copies recorded so far target the batch being flushed:
                 // they must reach the queue first.
                 if let Some(e) = enc.take() {
@@ -378,23 +382,25 @@ impl GpuBatcher {
                     out_need: 0,
                     descs: 0,
                     entries: Vec::new(),
+                    last_chunk: 0,
                 });
             }
+            let mut e = enc.take().unwrap_or_else(|| self.copy_encoder());
+            if let Some(h) = held {
+                // `hold_back_rows` saw a free batch, so this one is new.
+                self.take_held_back(&mut e, h);
+            }
+            let e = enc.insert(e);
             let open = self.open.as_mut().expect("opened above");
             let base = open.input_used;
             let (buffer, _) = self.ring.unmap_for_gpu(c);
-            let e = enc.get_or_insert_with(|| {
-                self.device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                        label: Some("gpustream staging copy"),
-                    })
-            });
             e.copy_buffer_to_buffer(&buffer, 0, &self.res[open.res].input, base, used);
             copied.push(c);
             open.input_used = (base + used).next_multiple_of(256);
             open.out_need += weight;
             open.descs += n;
             let verify = self.crc.is_some();
+            open.last_chunk = open.entries.len();
             open.entries.reserve(self.staged[c].len());
             for s in self.staged[c].drain(..) {
                 let check = match (&s.part.block.data, s.part.class) {
@@ -408,6 +414,7 @@ impl GpuBatcher {
                     len: s.len,
                     part: s.part,
                     check,
+                    held: false,
                 });
             }
         }
@@ -426,8 +433,17 @@ impl GpuBatcher {
         }
     }
 
+    fn copy_encoder(&self) -> wgpu::CommandEncoder {
+        self.device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("gpustream staging copy"),
+            })
+    }
+
     fn submit_copies(&mut self, enc: wgpu::CommandEncoder, chunks: Vec<usize>) {
         if chunks.is_empty() {
+            // Only copies between batch inputs: nothing to remap after.
+            self.submit(enc);
             return;
         }
         let owed = self.poller.owe();

@@ -60,6 +60,9 @@ pub struct QueueStats {
     /// submission: `texture_copies / texture_mip_submissions` is the copies
     /// per mip per submission.
     pub texture_mip_submissions: u64,
+    /// Texture parts a full batch held back for the next one, so that each
+    /// copies its part of a mip as whole rows of tiles.
+    pub texture_parts_held_back: u64,
     /// Bytes the GPU's decode and copy passes wrote straight into
     /// destination buffers (bound as their output: no scratch, no copy).
     pub direct_buffer_bytes: u64,

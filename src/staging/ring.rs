@@ -74,6 +74,8 @@ struct Chunk {
     /// Slots handed out and not yet written or given up.
     outstanding: usize,
     state: ChunkState,
+    /// When it began filling (the ring's count of chunks opened).
+    opened: u64,
 }
 
 /// The ring of staging chunks. Owned by the runtime's submission thread.
@@ -81,6 +83,8 @@ pub(crate) struct StagingRing {
     chunks: Vec<Chunk>,
     size: u64,
     open: Option<usize>,
+    /// Chunks opened so far: the fill order.
+    opened: u64,
     weight_cap: u64,
     region_weight: u64,
 }
@@ -121,6 +125,7 @@ impl StagingRing {
                     weight: 0,
                     outstanding: 0,
                     state: ChunkState::Free,
+                    opened: 0,
                 };
                 attach(&mut c);
                 c
@@ -130,6 +135,7 @@ impl StagingRing {
             chunks,
             size,
             open: None,
+            opened: 0,
             weight_cap,
             region_weight,
         }
@@ -186,6 +192,8 @@ impl StagingRing {
                         .iter()
                         .position(|w| w.state == ChunkState::Free)?;
                     self.chunks[c].state = ChunkState::Filling;
+                    self.chunks[c].opened = self.opened;
+                    self.opened += 1;
                     self.open = Some(c);
                     c
                 }
@@ -249,13 +257,28 @@ impl StagingRing {
         }
     }
 
-    /// Sealed chunks whose slots are all written.
-    pub fn ready(&self) -> impl Iterator<Item = usize> + '_ {
-        self.chunks
+    /// Sealed chunks whose slots are all written, in the order they were
+    /// filled, up to the first chunk that is not ready yet. Reads land out
+    /// of order, but a GPU batch takes chunks in the order their parts were
+    /// placed (the pack's order), so that a mip's tiles reach it without
+    /// holes and are copied as one rectangle.
+    pub fn ready(&self) -> Vec<usize> {
+        let mut filled: Vec<usize> = (0..self.chunks.len())
+            .filter(|&i| {
+                let c = &self.chunks[i];
+                c.state == ChunkState::Sealed || (c.state == ChunkState::Filling && c.used > 0)
+            })
+            .collect();
+        filled.sort_unstable_by_key(|&i| self.chunks[i].opened);
+        let n = filled
             .iter()
-            .enumerate()
-            .filter(|(_, c)| c.state == ChunkState::Sealed && c.outstanding == 0)
-            .map(|(i, _)| i)
+            .take_while(|&&i| {
+                let c = &self.chunks[i];
+                c.state == ChunkState::Sealed && c.outstanding == 0
+            })
+            .count();
+        filled.truncate(n);
+        filled
     }
 
     /// Whether some chunk is filling or sealed (bytes on their way).

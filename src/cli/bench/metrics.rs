@@ -86,6 +86,7 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
         gpu_commands: a.gpu_commands - b.gpu_commands,
         texture_copies: a.texture_copies - b.texture_copies,
         texture_mip_submissions: a.texture_mip_submissions - b.texture_mip_submissions,
+        texture_parts_held_back: a.texture_parts_held_back - b.texture_parts_held_back,
         ..Default::default()
     }
 }

@@ -1,0 +1,158 @@
+//! Holding back a mip's unfinished rows when a full batch is cut.
+//!
+//! A batch is cut where the next staging chunk does not fit it, which often
+//! falls inside a mip: the batch then holds the mip's first rows of tiles
+//! and part of the next row. Copied as they are, those take two
+//! `copy_buffer_to_texture` (the whole rows, then the partial row), and the
+//! next batch's part of the mip takes two more. So the parts the last of
+//! such a mip's copies would move (`gpu_copies::unfinished_row`) leave the
+//! batch being cut and join the next one: their bytes are copied from the old batch's input into the
+//! new one's, on the GPU. Each batch then copies its part of the mip as
+//! one rectangle.
+//!
+//! Which mips continue is not known here (a request may cover only some of
+//! a mip's tiles), so the unfinished row of every mip the batch's last
+//! chunk holds is held back, and a part is held back at most once. Chunks
+//! reach a batch in the order they were filled (`StagingRing::ready`), so a
+//! mip's parts arrive without holes.
+
+use crate::destinations::gpu_copies::unfinished_row;
+
+use super::super::gpu_direct::part_dests;
+use super::super::job_table::JobTable;
+use super::super::plan::{Part, Place};
+use super::{Entry, GpuBatcher};
+
+/// Parts held back from a cut batch, their bytes still in its input.
+pub(super) struct HeldBack {
+    /// The batch buffers they come from.
+    from: usize,
+    entries: Vec<Entry>,
+}
+
+/// (texture, mip, array layer) of a part that writes one texture region.
+type MipKey<'j> = (&'j wgpu::Texture, u32, u32);
+
+fn mip_key<'j>(part: &Part, jobs: &'j JobTable) -> Option<MipKey<'j>> {
+    let Place::Texture { mip, origin, .. } = &part.place else {
+        return None;
+    };
+    match &jobs.get(part.job)?.destination {
+        crate::runtime::request::Destination::Texture { texture, .. } => {
+            Some((texture, *mip, origin.z))
+        }
+        _ => None,
+    }
+}
+
+impl GpuBatcher {
+    /// Takes out of the open batch, about to be flushed because the next
+    /// chunk does not fit it, the unfinished rows of each of its mips.
+    /// `None` when there are none, or when the next batch could not open at
+    /// once (both batches' buffers busy).
+    pub(super) fn hold_back_rows(&mut self, jobs: &JobTable) -> Option<HeldBack> {
+        if self.free.is_empty() {
+            return None;
+        }
+        let region_min = self.ring.region_weight();
+        let open = self.open.as_mut()?;
+        // The mips of the chunk added last: a batch takes chunks in the
+        // order their parts were placed, so a mip cut by this batch's end
+        // has parts there. Parts held back once are not held back again.
+        let mut keys: Vec<MipKey<'_>> = Vec::new();
+        for e in &open.entries[open.last_chunk..] {
+            if let Some(key) = mip_key(&e.part, jobs).filter(|k| !e.held && !keys.contains(k)) {
+                keys.push(key);
+            }
+        }
+        // Each of those mips' parts in the whole batch.
+        let mut mips: Vec<Vec<usize>> = vec![Vec::new(); keys.len()];
+        for (i, e) in open.entries.iter().enumerate() {
+            let Place::Texture { mip, origin, .. } = &e.part.place else {
+                continue;
+            };
+            // The cheap fields first: most parts are of other mips.
+            if e.held || !keys.iter().any(|k| (k.1, k.2) == (*mip, origin.z)) {
+                continue;
+            }
+            if let Some(key) = mip_key(&e.part, jobs) {
+                if let Some(k) = keys.iter().position(|k| *k == key) {
+                    mips[k].push(i);
+                }
+            }
+        }
+        let mut hold: Vec<usize> = Vec::new();
+        let mut dests = Vec::new();
+        for idx in &mips {
+            dests.clear();
+            let complete = idx.iter().all(|&i| {
+                let part = &open.entries[i].part;
+                part_dests(part, jobs.get(part.job).map(|j| &j.destination), &mut dests)
+            });
+            if complete && dests.len() == idx.len() {
+                hold.extend(unfinished_row(&dests).into_iter().map(|j| idx[j]));
+            }
+        }
+        let bytes: u64 = hold.iter().map(|&i| open.entries[i].len as u64).sum();
+        // The batch keeps at least one part (so it is flushed, and the next
+        // one gets other buffers), and what moves leaves the next batch at
+        // least half its input for the chunks that follow.
+        if hold.is_empty() || hold.len() == open.entries.len() || bytes > self.caps.input / 2 {
+            return None;
+        }
+        // Highest first, so each swap_remove moves an entry that stays.
+        hold.sort_unstable();
+        let mut entries = Vec::with_capacity(hold.len());
+        for &i in hold.iter().rev() {
+            let e = open.entries.swap_remove(i);
+            open.descs -= e.part.descs();
+            open.out_need = open.out_need.saturating_sub(e.part.gpu_out(region_min));
+            entries.push(e);
+        }
+        if let Some(j) = entries.first().and_then(|e| jobs.get(e.part.job)) {
+            j.stats(|st| st.texture_parts_held_back += entries.len() as u64);
+        }
+        Some(HeldBack {
+            from: open.res,
+            entries,
+        })
+    }
+
+    /// Adds parts held back from the previous batch to the open one, copying
+    /// their bytes between the two batches' inputs with `enc`.
+    pub(super) fn take_held_back(&mut self, enc: &mut wgpu::CommandEncoder, held: HeldBack) {
+        let region_min = self.ring.region_weight();
+        let open = self.open.as_mut().expect("a batch is open");
+        debug_assert_ne!(
+            open.res, held.from,
+            "the batch held back from is on the GPU"
+        );
+        let (from, to) = (&self.res[held.from].input, &self.res[open.res].input);
+        let mut entries = held.entries;
+        entries.sort_unstable_by_key(|e| e.src);
+        let mut i = 0;
+        while i < entries.len() {
+            // One copy per run of entries whose bytes touch (on 4-byte
+            // boundaries, as buffer copies need).
+            let start = entries[i].src & !3;
+            let mut end = (entries[i].src + entries[i].len as u64).next_multiple_of(4);
+            let mut j = i + 1;
+            while j < entries.len() && entries[j].src & !3 <= end {
+                end = end.max((entries[j].src + entries[j].len as u64).next_multiple_of(4));
+                j += 1;
+            }
+            let base = open.input_used;
+            enc.copy_buffer_to_buffer(from, start, to, base, end - start);
+            for e in &mut entries[i..j] {
+                e.src = base + (e.src - start);
+                e.held = true;
+                open.descs += e.part.descs();
+                open.out_need += e.part.gpu_out(region_min);
+            }
+            open.input_used = base + (end - start);
+            i = j;
+        }
+        open.input_used = open.input_used.next_multiple_of(256);
+        open.entries.extend(entries);
+    }
+}
