@@ -1418,15 +1418,38 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
 /// of its 64 KiB tiles, so batches end inside rows of tiles, where the
 /// runtime holds the unfinished row back for the next batch (its bytes
 /// copied from one batch's input to the other's). Every texel arrives,
-/// whatever the cuts.
+/// whatever the cuts: LZ4 decoded on the GPU, stored blocks through the
+/// GPU's copy pass, CPU-decoded LZ4 laid out by the CPU.
 #[test]
 fn a_mip_cut_by_many_full_batches_arrives_whole() {
     let Some(ctx) = common::test_device() else {
         return;
     };
+    let st = stream_big_texture(&ctx, Codec::Lz4, true, None);
+    assert!(st.blocks_gpu_decoded > 0);
+    // A batch cut while the other batch is still on the GPU keeps its
+    // unfinished row (the next batch cannot open yet), so how many parts
+    // are held back depends on timing; some always are (2 to 17 over runs
+    // on lavapipe and llvmpipe GL, one core or two).
+    assert!(
+        st.texture_parts_held_back > 0,
+        "no unfinished row was held back"
+    );
+    stream_big_texture(&ctx, Codec::None, true, Some(true));
+    stream_big_texture(&ctx, Codec::Lz4, false, Some(false));
+}
+
+/// Streams every mip of a 1024x512 RGBA8 texture through 512 KiB of
+/// staging, checks each reads back equal, and returns the queue's stats.
+fn stream_big_texture(
+    ctx: &gpustream::gpu::GpuContext,
+    codec: Codec,
+    gpu_decompression: bool,
+    stored_copy_on_gpu: Option<bool>,
+) -> gpustream::runtime::QueueStats {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.gspk");
-    let mut w = writer(&path, Codec::Lz4);
+    let mut w = writer(&path, codec);
     let (width, height) = (1024u32, 512u32);
     let format = TextureFormat::Rgba8Unorm;
     let mut mips = Vec::new();
@@ -1445,7 +1468,8 @@ fn a_mip_cut_by_many_full_batches_arrives_whole() {
         &ctx.queue,
         RuntimeConfig {
             staging_size: 512 << 10,
-            gpu_decompression: true,
+            gpu_decompression,
+            stored_copy_on_gpu,
             cpu_threads: 2,
             ..Default::default()
         },
@@ -1525,21 +1549,17 @@ fn a_mip_cut_by_many_full_batches_arrives_whole() {
         rec.first_failure.map(|f| f.to_string())
     );
     for (m, want) in mips.iter().enumerate() {
-        let got = read_texture_mip(&ctx, &tex, m as u32, format);
-        assert!(got == *want, "mip {m} differs");
+        let got = read_texture_mip(ctx, &tex, m as u32, format);
+        assert!(
+            got == *want,
+            "mip {m} differs ({codec}, gpu decode {gpu_decompression})"
+        );
     }
     let st = q.stats();
     eprintln!(
-        "{} texture copies for {} mip submissions, {} parts held back",
+        "{codec}: {} texture copies for {} mip submissions, {} parts held back",
         st.texture_copies, st.texture_mip_submissions, st.texture_parts_held_back
     );
     assert!(st.gpu_submits > 2, "the mips took several batches");
-    // A batch cut while the other batch is still on the GPU keeps its
-    // unfinished row (the next batch cannot open yet), so how many parts
-    // are held back depends on timing; some always are (2 to 17 over runs
-    // on lavapipe and llvmpipe GL, one core or two).
-    assert!(
-        st.texture_parts_held_back > 0,
-        "no unfinished row was held back"
-    );
+    st
 }

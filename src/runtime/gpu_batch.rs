@@ -361,7 +361,7 @@ impl GpuBatcher {
             if self.open.as_ref().is_some_and(|o| !fits(o)) {
                 // Mips cut inside a row of tiles keep that row for the
                 // next batch (`hold_back.rs`).
-                held = self.hold_back_rows(jobs);
+                held = self.hold_back_rows(jobs, (used, weight, n));
                 // The copies recorded so far target the batch being flushed:
                 // they must reach the queue first.
                 if let Some(e) = enc.take() {

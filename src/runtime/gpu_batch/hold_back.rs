@@ -23,6 +23,10 @@ use super::super::job_table::JobTable;
 use super::super::plan::{Part, Place};
 use super::{Entry, GpuBatcher};
 
+/// Where held-back bytes land in the next batch's input, and how they keep
+/// their offsets (staging slots and chunk copies are aligned the same way).
+const ALIGN: u64 = crate::staging::STAGING_ALIGN;
+
 /// Parts held back from a cut batch, their bytes still in its input.
 pub(super) struct HeldBack {
     /// The batch buffers they come from.
@@ -48,9 +52,15 @@ fn mip_key<'j>(part: &Part, jobs: &'j JobTable) -> Option<MipKey<'j>> {
 impl GpuBatcher {
     /// Takes out of the open batch, about to be flushed because the next
     /// chunk does not fit it, the unfinished rows of each of its mips.
-    /// `None` when there are none, or when the next batch could not open at
-    /// once (both batches' buffers busy).
-    pub(super) fn hold_back_rows(&mut self, jobs: &JobTable) -> Option<HeldBack> {
+    /// `None` when there are none, when the next batch could not open at
+    /// once (both batches' buffers busy), or when they and the chunk,
+    /// needing `chunk` (input bytes, output weight, descriptors), would not
+    /// fit a batch together.
+    pub(super) fn hold_back_rows(
+        &mut self,
+        jobs: &JobTable,
+        chunk: (u64, u64, u64),
+    ) -> Option<HeldBack> {
         if self.free.is_empty() {
             return None;
         }
@@ -93,11 +103,21 @@ impl GpuBatcher {
                 hold.extend(unfinished_row(&dests).into_iter().map(|j| idx[j]));
             }
         }
-        let bytes: u64 = hold.iter().map(|&i| open.entries[i].len as u64).sum();
         // The batch keeps at least one part (so it is flushed, and the next
         // one gets other buffers), and what moves leaves the next batch at
-        // least half its input for the chunks that follow.
-        if hold.is_empty() || hold.len() == open.entries.len() || bytes > self.caps.input / 2 {
+        // least half its input for the chunks that follow, this one first.
+        // Each part's copy may take up to 255 bytes more than the part
+        // (`take_held_back` keeps offsets modulo 256).
+        let parts = hold.iter().map(|&i| &open.entries[i]);
+        let bytes: u64 = parts.clone().map(|e| e.len as u64 + 512).sum();
+        let weight: u64 = parts.clone().map(|e| e.part.gpu_out(region_min)).sum();
+        let descs: u64 = parts.map(|e| e.part.descs()).sum();
+        let (used, chunk_weight, chunk_descs) = chunk;
+        let fits = bytes <= self.caps.input / 2
+            && bytes + used <= self.caps.input
+            && weight + chunk_weight <= self.caps.output
+            && descs + chunk_descs <= self.caps.blocks;
+        if hold.is_empty() || hold.len() == open.entries.len() || !fits {
             return None;
         }
         // Highest first, so each swap_remove moves an entry that stays.
@@ -132,12 +152,14 @@ impl GpuBatcher {
         entries.sort_unstable_by_key(|e| e.src);
         let mut i = 0;
         while i < entries.len() {
-            // One copy per run of entries whose bytes touch (on 4-byte
-            // boundaries, as buffer copies need).
-            let start = entries[i].src & !3;
+            // One copy per run of entries whose bytes touch. A run starts
+            // on a 256-byte boundary and lands on one, so every part keeps
+            // its offset modulo 256: a part copied straight to a texture
+            // from the input needs its texel-block alignment.
+            let start = entries[i].src & !(ALIGN - 1);
             let mut end = (entries[i].src + entries[i].len as u64).next_multiple_of(4);
             let mut j = i + 1;
-            while j < entries.len() && entries[j].src & !3 <= end {
+            while j < entries.len() && entries[j].src & !(ALIGN - 1) <= end {
                 end = end.max((entries[j].src + entries[j].len as u64).next_multiple_of(4));
                 j += 1;
             }
@@ -149,10 +171,9 @@ impl GpuBatcher {
                 open.descs += e.part.descs();
                 open.out_need += e.part.gpu_out(region_min);
             }
-            open.input_used = base + (end - start);
+            open.input_used = (base + (end - start)).next_multiple_of(ALIGN);
             i = j;
         }
-        open.input_used = open.input_used.next_multiple_of(256);
         open.entries.extend(entries);
     }
 }
