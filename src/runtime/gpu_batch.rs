@@ -194,6 +194,9 @@ pub(crate) struct GpuBatcher {
     /// Parts copied straight out of a chunk (software adapters), by chunk:
     /// they end when that chunk's copy submission is done.
     direct: IdMap<usize, Vec<Part>>,
+    /// Parts a cut batch held back for the next one (`hold_back.rs`),
+    /// waiting for it to open.
+    held_back: Option<hold_back::HeldBack>,
     /// CPU time spent inside `Queue::submit`, for the stats.
     submit_ns: Arc<AtomicU64>,
 }
@@ -259,6 +262,7 @@ impl GpuBatcher {
             noop,
             software,
             direct: IdMap::default(),
+            held_back: None,
             submit_ns,
         })
     }
@@ -357,11 +361,10 @@ impl GpuBatcher {
                     && o.out_need + weight <= self.caps.output
                     && o.descs + n <= self.caps.blocks
             };
-            let mut held = None;
             if self.open.as_ref().is_some_and(|o| !fits(o)) {
                 // Mips cut inside a row of tiles keep that row for the
                 // next batch (`hold_back.rs`).
-                held = self.hold_back_rows(jobs, (used, weight, n));
+                self.held_back = self.hold_back_rows(jobs, (used, weight, n));
                 // The copies recorded so far target the batch being flushed:
                 // they must reach the queue first.
                 if let Some(e) = enc.take() {
@@ -371,26 +374,21 @@ impl GpuBatcher {
                 }
                 self.flush(jobs, done);
             }
-            if self.open.is_none() {
-                let Some(res) = self.free.pop() else {
-                    // Both batches are on the GPU: the chunk waits, sealed.
-                    break;
-                };
-                self.open = Some(Open {
-                    res,
-                    input_used: 0,
-                    out_need: 0,
-                    descs: 0,
-                    entries: Vec::new(),
-                    last_chunk: 0,
-                });
+            if !self.open_batch() {
+                // Both batches are on the GPU: the chunk waits, sealed.
+                break;
             }
             let mut e = enc.take().unwrap_or_else(|| self.copy_encoder());
-            if let Some(h) = held {
-                // `hold_back_rows` saw a free batch, so this one is new.
-                self.take_held_back(&mut e, h);
+            if let Some(h) = self.held_back.take() {
+                // Only a batch opened since the cut is here: the held parts
+                // go first (or, sharing the buffers they are in, as a batch
+                // of their own).
+                self.take_held_back(&mut e, h, jobs, done);
             }
             let e = enc.insert(e);
+            if !self.open_batch() {
+                break;
+            }
             let open = self.open.as_mut().expect("opened above");
             let base = open.input_used;
             let (buffer, _) = self.ring.unmap_for_gpu(c);
@@ -431,6 +429,26 @@ impl GpuBatcher {
                 st.texture_mip_submissions += mip_submissions;
             });
         }
+    }
+
+    /// Opens a batch if none is open; false when both batches' buffers are
+    /// on the GPU.
+    fn open_batch(&mut self) -> bool {
+        if self.open.is_some() {
+            return true;
+        }
+        let Some(res) = self.free.pop() else {
+            return false;
+        };
+        self.open = Some(Open {
+            res,
+            input_used: 0,
+            out_need: 0,
+            descs: 0,
+            entries: Vec::new(),
+            last_chunk: 0,
+        });
+        true
     }
 
     fn copy_encoder(&self) -> wgpu::CommandEncoder {
@@ -490,10 +508,10 @@ impl GpuBatcher {
                 // Nothing owed will complete: fail what this stage holds
                 // (the completion stage fails the batches in flight), and
                 // every part from now on.
-                if let Some(open) = self.open.take() {
-                    for e in open.entries {
-                        done.push((e.part, Err(lost_error(&why))));
-                    }
+                let held = self.held_back.take().map(|h| h.entries);
+                let open = self.open.take().map(|o| o.entries);
+                for e in open.into_iter().chain(held).flatten() {
+                    done.push((e.part, Err(lost_error(&why))));
                 }
                 for (_, parts) in self.direct.drain() {
                     for part in parts {

@@ -6,9 +6,10 @@
 //! `copy_buffer_to_texture` (the whole rows, then the partial row), and the
 //! next batch's part of the mip takes two more. So the parts the last of
 //! such a mip's copies would move (`gpu_copies::unfinished_row`) leave the
-//! batch being cut and join the next one: their bytes are copied from the old batch's input into the
-//! new one's, on the GPU. Each batch then copies its part of the mip as
-//! one rectangle.
+//! batch being cut and join the next one: their bytes are copied from the
+//! old batch's input into the new one's, on the GPU. Each batch then copies
+//! its part of the mip as one rectangle. Only what fits the next batch
+//! beside the chunk that did not fit is held back, at most half a batch.
 //!
 //! Which mips continue is not known here (a request may cover only some of
 //! a mip's tiles), so the unfinished row of every mip the batch's last
@@ -21,17 +22,19 @@ use crate::destinations::gpu_copies::unfinished_row;
 use super::super::gpu_direct::part_dests;
 use super::super::job_table::JobTable;
 use super::super::plan::{Part, Place};
-use super::{Entry, GpuBatcher};
+use super::{Entry, Finished, GpuBatcher};
 
 /// Where held-back bytes land in the next batch's input, and how they keep
 /// their offsets (staging slots and chunk copies are aligned the same way).
 const ALIGN: u64 = crate::staging::STAGING_ALIGN;
 
-/// Parts held back from a cut batch, their bytes still in its input.
+/// Parts held back from a cut batch, their bytes still in its input: those
+/// buffers are not opened again before the next batch takes the parts, and
+/// the copy out of them is submitted before anything that could write them.
 pub(super) struct HeldBack {
     /// The batch buffers they come from.
     from: usize,
-    entries: Vec<Entry>,
+    pub entries: Vec<Entry>,
 }
 
 /// (texture, mip, array layer) of a part that writes one texture region.
@@ -52,16 +55,16 @@ fn mip_key<'j>(part: &Part, jobs: &'j JobTable) -> Option<MipKey<'j>> {
 impl GpuBatcher {
     /// Takes out of the open batch, about to be flushed because the next
     /// chunk does not fit it, the unfinished rows of each of its mips.
-    /// `None` when there are none, when the next batch could not open at
-    /// once (both batches' buffers busy), or when they and the chunk,
-    /// needing `chunk` (input bytes, output weight, descriptors), would not
-    /// fit a batch together.
+    /// `None` when there are none, or when they and the chunk, needing
+    /// `chunk` (input bytes, output weight, descriptors), would not fit a
+    /// batch together. The next batch to open takes them
+    /// ([`Self::take_held_back`]).
     pub(super) fn hold_back_rows(
         &mut self,
         jobs: &JobTable,
         chunk: (u64, u64, u64),
     ) -> Option<HeldBack> {
-        if self.free.is_empty() {
+        if self.held_back.is_some() {
             return None;
         }
         let region_min = self.ring.region_weight();
@@ -138,17 +141,35 @@ impl GpuBatcher {
         })
     }
 
-    /// Adds parts held back from the previous batch to the open one, copying
-    /// their bytes between the two batches' inputs with `enc`.
-    pub(super) fn take_held_back(&mut self, enc: &mut wgpu::CommandEncoder, held: HeldBack) {
+    /// Adds parts held back from the previous batch to the open one (the
+    /// first batch opened since), copying their bytes between the two
+    /// batches' inputs with `enc`. The open batch may have the buffers they
+    /// are in (the previous batch was done, or freed unsubmitted, by the
+    /// time it opened): the bytes are then where they were, and the held
+    /// parts are flushed at once as a batch of their own, leaving none open.
+    pub(super) fn take_held_back(
+        &mut self,
+        enc: &mut wgpu::CommandEncoder,
+        held: HeldBack,
+        jobs: &JobTable,
+        done: &mut Vec<Finished>,
+    ) {
         let region_min = self.ring.region_weight();
         let open = self.open.as_mut().expect("a batch is open");
-        debug_assert_ne!(
-            open.res, held.from,
-            "the batch held back from is on the GPU"
-        );
-        let (from, to) = (&self.res[held.from].input, &self.res[open.res].input);
         let mut entries = held.entries;
+        if open.res == held.from {
+            for e in &mut entries {
+                e.held = true;
+                open.descs += e.part.descs();
+                open.out_need += e.part.gpu_out(region_min);
+                let end = (e.src + e.len as u64).next_multiple_of(ALIGN);
+                open.input_used = open.input_used.max(end);
+            }
+            open.entries.extend(entries);
+            self.flush(jobs, done);
+            return;
+        }
+        let (from, to) = (&self.res[held.from].input, &self.res[open.res].input);
         entries.sort_unstable_by_key(|e| e.src);
         let mut i = 0;
         while i < entries.len() {
