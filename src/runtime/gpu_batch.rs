@@ -437,9 +437,14 @@ impl GpuBatcher {
         if self.open.is_some() {
             return true;
         }
-        let Some(res) = self.free.pop() else {
+        // Held-back parts are copied out of their buffers into the new
+        // batch's: other buffers, where both are free.
+        let held_in = self.held_back.as_ref().map(|h| h.from);
+        let pick = self.free.iter().rposition(|&r| Some(r) != held_in);
+        let Some(i) = pick.or(self.free.len().checked_sub(1)) else {
             return false;
         };
+        let res = self.free.remove(i);
         self.open = Some(Open {
             res,
             input_used: 0,

@@ -33,7 +33,7 @@ const ALIGN: u64 = crate::staging::STAGING_ALIGN;
 /// the copy out of them is submitted before anything that could write them.
 pub(super) struct HeldBack {
     /// The batch buffers they come from.
-    from: usize,
+    pub from: usize,
     pub entries: Vec<Entry>,
 }
 
