@@ -1427,10 +1427,9 @@ fn a_mip_cut_by_many_full_batches_arrives_whole() {
     };
     let st = stream_big_texture(&ctx, Codec::Lz4, true, None);
     assert!(st.blocks_gpu_decoded > 0);
-    // A batch cut while the other batch is still on the GPU keeps its
-    // unfinished row (the next batch cannot open yet), so how many parts
-    // are held back depends on timing; some always are (2 to 17 over runs
-    // on lavapipe and llvmpipe GL, one core or two).
+    // How many parts are held back depends on where the batches are cut,
+    // which depends on how reads and flushes interleave; some always are
+    // (4 to 17 over runs on lavapipe and llvmpipe GL, one core or two).
     assert!(
         st.texture_parts_held_back > 0,
         "no unfinished row was held back"
