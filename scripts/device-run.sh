@@ -9,7 +9,7 @@
 # (about 35 MiB; give the run 9 minutes):
 #     bash scripts/device-run.sh
 # It needs no cargo there. It runs, each step under its own time limit so the
-# whole run ends within 8 minutes, and writes everything as JSON under $OUT
+# whole run ends within 8.5 minutes, and writes everything as JSON under $OUT
 # (default target/device-out):
 #   1. staging-memory.json   which Vulkan memory type staging buffers land in
 #                            (examples/staging_memory_probe.rs)
@@ -22,6 +22,9 @@
 #   3b. bench-best.json      gpu-lz4 end to end at the largest staging size
 #                            with the decoder variant step 2 found fastest on
 #                            the demo pack, when that is not the default
+#   3c. bench-sustained.json gpu-lz4 end to end at the largest staging size
+#                            with the queue kept full (--sustained), as a
+#                            streaming application keeps it
 #   4. vt-bench.json         the virtual-texturing --benchmark summary
 #   steps.json               each step's command, exit status and seconds
 # and prints a short table last. Logs of every step sit beside the JSON.
@@ -80,7 +83,17 @@ export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
 # own folder.
 example() { if [ -x "$bin/$1" ]; then echo "$bin/$1"; else echo "$bin/examples/$1"; fi; }
 lz4bench=$bin/gpu_lz4_bench
-[ -x "$lz4bench" ] || lz4bench=$(ls -t target/release/deps/gpu_lz4-* 2>/dev/null | grep -v '\.d$' | head -1)
+if [ ! -x "$lz4bench" ]; then
+    # Unstaged: the newest build of benches/gpu_lz4.rs (tests/gpu_lz4.rs
+    # builds a binary of the same name; its .d file tells them apart).
+    lz4bench=
+    for d in $(ls -t target/release/deps/gpu_lz4-*.d 2>/dev/null); do
+        if grep -q 'benches/gpu_lz4.rs' "$d" && [ -x "${d%.d}" ]; then
+            lz4bench=${d%.d}
+            break
+        fi
+    done
+fi
 work=${DEVICE_RUN_WORK:-target/device-work}
 mkdir -p "$work"
 
@@ -92,7 +105,7 @@ if [ "$quick" = 1 ]; then
     # with four, 13 tiles (0.8 MiB) stream in 30 frames, about 13 s here.
     vt_args=(--textures 4 --size 1024 --format bc7 --pool 64 --frames 30)
     probe_sizes=64,256
-    limits=(60 240 120 120 120 60)
+    limits=(60 240 120 120 120 60 60)
 else
     # Every variant (eight with subgroups: v2 with word stores, with
     # 16-byte stores and two blocks per workgroup, each on the subgroup and
@@ -104,10 +117,11 @@ else
     vt_args=()
     probe_sizes=64,256,1024
     # Seconds per step: probe, decoder bench, bench x2, VT, best variant
-    # end to end (sum 475 s; the first bench run builds its 1 GiB demo pack
-    # and the none and sub-block variants of it; the decoder bench got 10 s
-    # more when the pair variants came, 2026-12-03).
-    limits=(30 180 110 70 50 35)
+    # end to end, sustained end to end (sum 505 s; the first bench run
+    # builds its 1 GiB demo pack and the none and sub-block variants of it;
+    # the decoder bench got 10 s more when the pair variants came,
+    # 2026-12-03; the sustained step came 2026-12-04).
+    limits=(30 180 110 70 50 35 30)
 fi
 
 json_str() {
@@ -158,6 +172,10 @@ else
     printf '{"skipped": "the fastest decoder (%s) is the default (%s)"}\n' "$best" "$default" >"$OUT/bench-best.json"
     steps+=("{\"step\": \"bench-best\", \"skipped\": $(json_str "fastest decoder '$best' is the default '$default'")}")
 fi
+# The queue kept full: batches span passes, up to the staging size each.
+step bench-sustained "${limits[6]}" "$bin/gpustream" bench --buffered --cases gpu-lz4 \
+    --staging "$largest" --demo-mib "${bench_args[3]}" --sustained --iters 3 \
+    --json "$OUT/bench-sustained.json"
 step vt-bench "${limits[4]}" "$(example virtual_texturing)" --benchmark "${vt_args[@]}" --stats "$OUT/vt-bench.csv"
 vt_rc=$?
 {
@@ -194,8 +212,8 @@ for c in demo bc7 binary demo-16k; do
 done
 grep -m3 'panicked' "$OUT/gpu_lz4.log"
 echo
-echo "## end to end (gpustream bench), checksums on / off, fastest decoder"
-for f in bench-verify bench-noverify bench-best; do
+echo "## end to end (gpustream bench), checksums on / off, fastest decoder, sustained"
+for f in bench-verify bench-noverify bench-best bench-sustained; do
     [ -f "$OUT/$f.log" ] || continue
     echo "### $f"
     grep -A5 '^case ' "$OUT/$f.log" | grep -v '^where' || tail -n 5 "$OUT/$f.log"
