@@ -326,6 +326,14 @@ fn the_regression_files_fail_cleanly_through_the_cli() {
             input("ktx2-dfd-panic.ktx2", "the DFD panic"),
             input("png-100000x100000.png", "a huge declared PNG"),
             input("png-16384x16384-tiny.png", "a PNG larger than its bytes"),
+            input(
+                "jpeg-progressive-luma-1x1-chroma-2x2.jpg",
+                "a JPEG layout that panicked the decoder",
+            ),
+            input(
+                "jpeg-1x4-2x1-unwrap-none.jpg",
+                "a JPEG layout that reached an unwrap",
+            ),
         ],
         |p| os(&[&"pack", &p, &"-o", &o]),
         dir.path(),

@@ -137,6 +137,92 @@ fn png_regressions_declaring_huge_sizes_are_refused_before_decoding() {
     }
 }
 
+/// JPEGs whose sampling layouts made the JPEG decoder (zune-jpeg 0.5.15)
+/// panic: one found by the `image_import` fuzz target, three by a sweep of
+/// every sampling factor of every component. Each is refused from its frame
+/// header, naming the file, the header and its offset, before the decoder
+/// runs; none reaches the decoder's own panic guard.
+#[test]
+fn jpeg_regressions_with_sampling_layouts_the_decoder_mishandles_are_refused() {
+    for (name, header) in [
+        (
+            "jpeg-progressive-luma-1x1-chroma-2x2.jpg",
+            "frame header (SOF2) at offset 169",
+        ),
+        ("jpeg-ycck-4x2-upsampler-assert.jpg", "frame header (SOF0)"),
+        ("jpeg-1x4-2x1-unwrap-none.jpg", "frame header (SOF0)"),
+        ("jpeg-cmyk-k-2x2-only.jpg", "frame header (SOF0)"),
+    ] {
+        let path = regression(name);
+        let e = decode_image(&path, &std::fs::read(&path).unwrap()).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, PackError::MalformedInput { .. }), "{msg}");
+        assert!(
+            msg.contains(name) && msg.contains(header) && msg.contains("sampling layout"),
+            "{msg}"
+        );
+    }
+}
+
+/// Every sampling layout of a 3-component baseline JPEG (each factor 1 to
+/// 4 on each component): the usual ones decode, the rest are refused from
+/// the header, and none ends in the decoder's panic guard.
+#[test]
+fn every_sampling_layout_decodes_or_is_refused_from_its_header() {
+    let jpeg = encoded(image::ImageFormat::Jpeg);
+    let sof = jpeg
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("a baseline JPEG has SOF0");
+    assert_eq!(jpeg[sof + 9], 3, "three components");
+    let (mut decoded, mut refused) = (0, 0);
+    for layout in 0..16usize.pow(3) {
+        let mut b = jpeg.clone();
+        let f: Vec<(u8, u8)> = (0..3)
+            .map(|k| {
+                let x = (layout >> (4 * k)) & 15;
+                (1 + (x / 4) as u8, 1 + (x % 4) as u8)
+            })
+            .collect();
+        for (k, (h, v)) in f.iter().enumerate() {
+            b[sof + 11 + 3 * k] = h << 4 | v;
+        }
+        let (hm, vm) = (
+            f.iter().map(|x| x.0).max().unwrap(),
+            f.iter().map(|x| x.1).max().unwrap(),
+        );
+        let usual = hm <= 2
+            && vm <= 2
+            && f[0] == (hm, vm)
+            && f.iter().all(|&x| x == (hm, vm) || x == (1, 1));
+        match decode_image(Path::new("layout.jpg"), &b) {
+            Err(PackError::MalformedInput { what, offset, .. }) => {
+                assert!(!usual, "{f:?} refused");
+                assert_eq!((what.as_str(), offset), ("frame header (SOF0)", sof as u64));
+                refused += 1;
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                assert!(!msg.contains("decoder failed"), "{f:?}: {msg}");
+                assert!(usual, "{f:?} not refused from its header: {msg}");
+            }
+            Ok(img) => {
+                assert!(usual, "{f:?} decoded");
+                assert_eq!(
+                    img.pixels.len(),
+                    img.width as usize * img.height as usize * 4
+                );
+                decoded += 1;
+            }
+        }
+    }
+    // The usual layouts: 4:4:4, then 4:2:2, 4:4:0 and 4:2:0 with each
+    // chroma component at full or reduced resolution: 1 + 3 * 4. Their
+    // scans no longer match the rewritten header, but the decoder fills
+    // what is missing.
+    assert_eq!((refused, decoded), (4096 - 13, 13));
+}
+
 #[test]
 fn a_small_jpeg_declaring_a_huge_size_is_refused_before_decoding() {
     let mut jpeg = encoded(image::ImageFormat::Jpeg);

