@@ -123,7 +123,10 @@ const MAX_PIXELS_PER_BYTE: u64 = 256;
 /// [`MAX_TEXTURE_DIM`] a side, no more pixels than the file's bytes can
 /// describe (tighter for PNG), and the decoder is held to the allocation
 /// that size needs, so a small file declaring a huge image costs an error,
-/// not the memory.
+/// not the memory. A JPEG's sampling layout is checked too: only 4:4:4,
+/// 4:2:2, 4:4:0 and 4:2:0 (and grayscale) reach the decoder, which panics
+/// on some others ([`PackError::MalformedInput`] names the frame header and
+/// its offset).
 pub fn decode_image(path: &Path, bytes: &[u8]) -> Result<Rgba8Image, PackError> {
     let err = |reason: String| PackError::Import {
         path: path.to_path_buf(),
