@@ -158,7 +158,7 @@ pub fn decode_image(path: &Path, bytes: &[u8]) -> Result<Rgba8Image, PackError> 
     if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
         // Before any decoding: the JPEG decoder panics on some sampling
         // layouts instead of returning an error (see jpeg_frame).
-        jpeg_frame::check_sampling(path, bytes)?;
+        jpeg_frame::check(path, bytes)?;
     }
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(MAX_TEXTURE_DIM);

@@ -1,16 +1,24 @@
-//! The sampling layout of a JPEG, read from its frame header before the
-//! decoder runs, so that layouts the decoder cannot handle are refused with
-//! an error instead of crashing the packer.
+//! The sampling layout and colour model of a JPEG, read from its headers
+//! before the decoder runs, so that files the decoder cannot handle are
+//! refused with an error instead of crashing the packer.
 //!
 //! Why: the JPEG decoder behind `image` (zune-jpeg 0.5.15) panics, rather
-//! than returning an error, on some chroma-sampling layouts. Its upsamplers
-//! assert on buffer lengths that only hold for the usual layouts
-//! (`upsampler/avx2.rs`, `upsample_hv_avx2`; found by the `image_import`
-//! fuzz target in CI), and a few layouts reach an `unwrap` on `None`. A
-//! sweep over every sampling factor from 1 to 4 of every component of
-//! baseline and progressive files with 1, 3 and 4 components, 258,048 files
-//! in all, found 9,406 such panics, every one in a layout that
-//! [`check_sampling`] refuses, and none in a layout it accepts.
+//! than returning an error, on some files the `image_import` fuzz target
+//! finds:
+//! - chroma-sampling layouts outside the usual ones. Its upsamplers assert
+//!   on buffer lengths that only hold for those (`upsampler/avx2.rs:184`,
+//!   found in CI), and a few layouts reach an `unwrap` on `None`. A sweep
+//!   over every sampling factor from 1 to 4 of every component of baseline
+//!   and progressive files with 1, 3 and 4 components, 258,048 files in
+//!   all, found 9,406 such panics, every one in a layout that [`check`]
+//!   refuses, and none in a layout it accepts.
+//! - an Adobe APP14 segment whose colour transform asks for more
+//!   components than the frame has (YCCK on a grayscale frame indexed past
+//!   the frame's one component, `mcu_prog.rs:102`, found by a 30-minute
+//!   run), or that comes after the first scan has started. A sweep putting
+//!   each transform before the frame header, after it and after each scan
+//!   of 1-, 3- and 4-component files found its panics only where [`check`]
+//!   refuses.
 //!
 //! The accepted layouts are the ones encoders write: 4:4:4, 4:2:2, 4:4:0
 //! and 4:2:0, that is, the first component samples at the largest factors
@@ -53,14 +61,60 @@ pub(super) struct FrameHeader {
     pub components: Vec<Component>,
 }
 
-/// Finds the frame header the decoder would use, if the decoder reaches
-/// one. `None` when it would stop first (end of file, a start of scan, an
-/// unsupported marker, a bad length): then the decoder returns its own
-/// error and never upsamples anything.
-pub(super) fn first_frame_header(bytes: &[u8]) -> Option<FrameHeader> {
-    if !bytes.starts_with(&[0xFF, 0xD8]) {
-        return None;
+/// The colour model the decoder reads the components in. It starts as
+/// YCbCr; a frame header of 1 component makes it luma, one of 4 makes YCbCr
+/// CMYK; an Adobe APP14 segment sets it from its transform byte, before or
+/// after the frame header; three components named R, G, B make it RGB.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Colour {
+    Luma,
+    YCbCr,
+    Rgb,
+    Cmyk,
+    Ycck,
+}
+
+impl Colour {
+    fn components(self) -> usize {
+        match self {
+            Colour::Luma => 1,
+            Colour::YCbCr | Colour::Rgb => 3,
+            Colour::Cmyk | Colour::Ycck => 4,
+        }
     }
+}
+
+/// What the decoder learns from the headers before the first scan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Headers {
+    /// The first frame header (SOF0-SOF2), if the decoder reaches one.
+    pub frame: Option<FrameHeader>,
+    /// The colour model when the first scan starts.
+    pub colour: Colour,
+    /// Offset of the Adobe APP14 segment that last set `colour`.
+    pub adobe_at: Option<usize>,
+    /// Offset of the first start of scan, if the decoder reaches it.
+    pub scan_at: Option<usize>,
+}
+
+/// Walks the headers as the decoder does, up to the first start of scan or
+/// to where the decoder would stop with an error (end of file, a bad
+/// length, EOI, DAC, DNL, a second frame header, an unknown Adobe
+/// transform): past that point the decoder decodes nothing.
+pub(super) fn walk_headers(bytes: &[u8]) -> Headers {
+    let mut h = Headers {
+        frame: None,
+        colour: Colour::YCbCr,
+        adobe_at: None,
+        scan_at: None,
+    };
+    if bytes.starts_with(&[0xFF, 0xD8]) {
+        walk(bytes, &mut h);
+    }
+    h
+}
+
+fn walk(bytes: &[u8], h: &mut Headers) -> Option<()> {
     let be16 = |at: usize| -> Option<usize> {
         Some(usize::from(u16::from_be_bytes([
             *bytes.get(at)?,
@@ -83,18 +137,51 @@ pub(super) fn first_frame_header(bytes: &[u8]) -> Option<FrameHeader> {
             }
         }
         if prev == 0xFF {
+            let at = pos - 2;
             match code {
-                0xC0..=0xC2 => return frame_header(bytes, pos - 2, code),
-                // Start of scan: the frame header had to come before it.
+                0xC0..=0xC2 => {
+                    if h.frame.is_some() {
+                        return None; // the decoder refuses a second one
+                    }
+                    let frame = frame_header(bytes, at, code)?;
+                    match frame.components.len() {
+                        1 => h.colour = Colour::Luma,
+                        4 if h.colour == Colour::YCbCr => h.colour = Colour::Cmyk,
+                        _ => {}
+                    }
+                    pos += be16(pos)?;
+                    h.frame = Some(frame);
+                }
+                0xDA => {
+                    let frame = h.frame.as_ref()?;
+                    let ids: Vec<u8> = frame.components.iter().map(|c| c.id).collect();
+                    if ids == b"RGB" {
+                        h.colour = Colour::Rgb;
+                    }
+                    h.scan_at = Some(at);
+                    return Some(());
+                }
                 // EOI, DAC and DNL: the decoder stops with an error.
-                0xDA | 0xD9 | 0xCC | 0xDC => return None,
+                0xD9 | 0xCC | 0xDC => return None,
                 // Everything else, RSTn and unknown codes included, is
                 // skipped by its length (DRI's must be 4, or the decoder
-                // stops).
+                // stops); an Adobe APP14 segment is read first.
                 _ => {
                     let len = be16(pos)?;
                     if len < 2 {
                         return None;
+                    }
+                    if code == 0xEE && bytes.get(pos + 2..pos + 7)? == b"Adobe" {
+                        if len < 14 {
+                            return None;
+                        }
+                        h.colour = match *bytes.get(pos + 13)? {
+                            0 => Colour::Cmyk,
+                            1 => Colour::YCbCr,
+                            2 => Colour::Ycck,
+                            _ => return None,
+                        };
+                        h.adobe_at = Some(at);
                     }
                     pos += len;
                 }
@@ -167,29 +254,71 @@ pub(super) fn unsupported_layout(components: &[Component]) -> Option<String> {
     ))
 }
 
-/// Refuses a JPEG whose first frame header has a layout the decoder cannot
-/// handle, naming the file and the header's offset. Other files, and JPEGs
-/// without a frame header the decoder would reach, pass: the decoder
-/// reports those itself.
-pub(super) fn check_sampling(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
-    let Some(frame) = first_frame_header(bytes) else {
+/// Refuses a JPEG the decoder would mishandle, naming the file, the
+/// structure and its offset:
+/// - a frame header with a sampling layout outside the usual ones;
+/// - a colour model that needs more components than the frame has, or
+///   fewer. Only an Adobe APP14 segment after the frame header leads there
+///   (a YCCK transform on a 1-component frame made the decoder index past
+///   its components; the fuzzer found it);
+/// - an Adobe APP14 segment after the first scan has started, which would
+///   change the colour model under a decode already sized for another.
+///
+/// Other files, and JPEGs whose headers the decoder would refuse itself,
+/// pass: the decoder reports those.
+pub(super) fn check(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
+    let h = walk_headers(bytes);
+    let Some(frame) = &h.frame else {
         return Ok(());
     };
-    match unsupported_layout(&frame.components) {
-        None => Ok(()),
-        Some(reason) => Err(PackError::MalformedInput {
-            path: path.to_path_buf(),
-            format: "JPEG",
-            what: format!("frame header (SOF{})", frame.marker - 0xC0),
-            offset: frame.offset as u64,
-            reason,
-        }),
+    let refuse = |what: String, offset: usize, reason: String| PackError::MalformedInput {
+        path: path.to_path_buf(),
+        format: "JPEG",
+        what,
+        offset: offset as u64,
+        reason,
+    };
+    if let Some(reason) = unsupported_layout(&frame.components) {
+        let what = format!("frame header (SOF{})", frame.marker - 0xC0);
+        return Err(refuse(what, frame.offset, reason));
     }
+    let n = frame.components.len();
+    // With more components in its model than in the frame the decoder
+    // decodes the frame's as they are, except that it takes YCCK for YCbCr.
+    let decoded = match h.colour {
+        Colour::Ycck if n < 4 => Colour::YCbCr.components(),
+        c if c.components() > n => n,
+        c => c.components(),
+    };
+    if decoded != n {
+        let at = h.adobe_at.unwrap_or(frame.offset);
+        let reason = format!(
+            "its colour transform ({:?}) has the decoder read {decoded} components, the frame header at offset {} has {n}",
+            h.colour, frame.offset
+        );
+        return Err(refuse("Adobe APP14 segment".into(), at, reason));
+    }
+    if let Some(scan) = h.scan_at {
+        let late = bytes[scan..]
+            .windows(9)
+            .position(|w| w[..2] == [0xFF, 0xEE] && &w[4..] == b"Adobe");
+        if let Some(i) = late {
+            let reason = format!(
+                "it comes after the first scan (offset {scan}), where it would change the colour model of a decode already under way"
+            );
+            return Err(refuse("Adobe APP14 segment".into(), scan + i, reason));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn first_frame_header(bytes: &[u8]) -> Option<FrameHeader> {
+        walk_headers(bytes).frame
+    }
 
     /// SOI, then `segments`, then a frame header with `factors`, then a
     /// start of scan.
@@ -302,17 +431,76 @@ mod tests {
         assert_eq!(first_frame_header(b"\x89PNG"), None);
     }
 
+    /// An Adobe APP14 segment with colour transform `t`.
+    fn adobe(t: u8) -> Vec<u8> {
+        let mut b = vec![0xFF, 0xEE, 0, 14];
+        b.extend_from_slice(b"Adobe\0\x64\0\0\0\0");
+        b.push(t);
+        b
+    }
+
+    /// `b` with `segment` spliced in just before its (final) start of scan.
+    fn before_scan(mut b: Vec<u8>, segment: &[u8]) -> Vec<u8> {
+        let at = b.len() - 4;
+        b.splice(at..at, segment.iter().copied());
+        b
+    }
+
+    #[test]
+    fn the_colour_model_must_match_the_frame() {
+        let p = Path::new("c.jpg");
+        // YCCK after a 1-component frame: the fuzzer's crash. Before the
+        // frame header the frame makes it luma again, as in the decoder.
+        let gray_ycck = before_scan(jpeg(&[], 0xC2, &[0x11]), &adobe(2));
+        let e = check(p, &gray_ycck).unwrap_err().to_string();
+        assert!(e.contains("Adobe APP14 segment at offset 15"), "{e}");
+        assert!(
+            e.contains("transform (Ycck) has the decoder read 3 components") && e.contains("has 1"),
+            "{e}"
+        );
+        assert_eq!(
+            walk_headers(&jpeg(&adobe(2), 0xC2, &[0x11])).colour,
+            Colour::Luma
+        );
+        assert!(check(p, &jpeg(&adobe(2), 0xC2, &[0x11])).is_ok());
+        // YCbCr after a 4-component frame: 3 of 4 components.
+        let cmyk_ycbcr = before_scan(jpeg(&[], 0xC2, &[0x22, 0x11, 0x11, 0x22]), &adobe(1));
+        assert!(check(p, &cmyk_ycbcr).is_err());
+        // What encoders write passes: Adobe RGB (transform 0, 3
+        // components, read as they are), CMYK, YCCK, plain YCbCr.
+        for (t, f) in [
+            (0, &[0x11, 0x11, 0x11][..]),
+            (0, &[0x11; 4]),
+            (2, &[0x22, 0x11, 0x11, 0x22]),
+            (1, &[0x22, 0x11, 0x11]),
+        ] {
+            assert!(check(p, &jpeg(&adobe(t), 0xC0, f)).is_ok(), "{t} {f:x?}");
+            assert!(
+                check(p, &before_scan(jpeg(&[], 0xC0, f), &adobe(t))).is_ok(),
+                "{t} {f:x?}"
+            );
+        }
+        // A segment after the first scan started is refused whatever it says.
+        let mut late = jpeg(&[], 0xC2, &[0x22, 0x11, 0x11]);
+        let scan = late.len() - 4;
+        late.extend_from_slice(&[0x12, 0x34, 0xFF, 0xD0]);
+        late.extend_from_slice(&adobe(1));
+        let e = check(p, &late).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("at offset {}", scan + 8)) && e.contains("after the first scan"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn a_refusal_names_the_file_the_header_and_its_offset() {
         let b = jpeg(&[0xFF, 0xFE, 0, 3, b'!'], 0xC2, &[0x11, 0x11, 0x22]);
-        let e = check_sampling(Path::new("tile.jpg"), &b)
-            .unwrap_err()
-            .to_string();
+        let e = check(Path::new("tile.jpg"), &b).unwrap_err().to_string();
         assert!(
             e.starts_with("tile.jpg: JPEG frame header (SOF2) at offset 7:"),
             "{e}"
         );
         assert!(e.contains("1x1, 1x1, 2x2"), "{e}");
-        assert!(check_sampling(Path::new("ok.jpg"), &jpeg(&[], 0xC0, &[0x22, 0x11, 0x11])).is_ok());
+        assert!(check(Path::new("ok.jpg"), &jpeg(&[], 0xC0, &[0x22, 0x11, 0x11])).is_ok());
     }
 }
