@@ -298,18 +298,40 @@ pub(super) fn check(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
         );
         return Err(refuse("Adobe APP14 segment".into(), at, reason));
     }
-    if let Some(scan) = h.scan_at {
-        let late = bytes[scan..]
-            .windows(9)
-            .position(|w| w[..2] == [0xFF, 0xEE] && &w[4..] == b"Adobe");
-        if let Some(i) = late {
-            let reason = format!(
-                "it comes after the first scan (offset {scan}), where it would change the colour model of a decode already under way"
-            );
-            return Err(refuse("Adobe APP14 segment".into(), scan + i, reason));
-        }
+    if let Some(at) = h.scan_at.and_then(|scan| late_adobe(bytes, scan)) {
+        let reason = format!(
+            "it comes after the first scan (offset {}), where it would change the colour model of a decode already under way",
+            h.scan_at.unwrap_or(0)
+        );
+        return Err(refuse("Adobe APP14 segment".into(), at, reason));
     }
     Ok(())
+}
+
+/// The offset of an Adobe APP14 segment after the start of scan at `scan`,
+/// found as the decoder meets markers between scans: in entropy-coded data
+/// a 0xFF is followed by 0x00 (a data byte), an RSTn or more 0xFF; any
+/// other code is a marker, whose segment the decoder parses or skips by its
+/// length. The walk ends at the end of image, where the decoder stops: what
+/// follows may be another picture (the gain map of an Ultra HDR photo, a
+/// motion photo's video) with segments of its own.
+fn late_adobe(bytes: &[u8], scan: usize) -> Option<usize> {
+    let mut i = scan;
+    loop {
+        i += bytes.get(i..)?.iter().position(|&b| b == 0xFF)?;
+        let code = *bytes.get(i + 1)?;
+        match code {
+            0x00 | 0xFF | 0xD0..=0xD7 => i += 1,
+            0xD9 => return None,
+            _ => {
+                if code == 0xEE && bytes.get(i + 4..i + 9) == Some(b"Adobe") {
+                    return Some(i);
+                }
+                let len = usize::from(u16::from_be_bytes([*bytes.get(i + 2)?, *bytes.get(i + 3)?]));
+                i += 2 + len.max(2);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -490,6 +512,12 @@ mod tests {
             e.contains(&format!("at offset {}", scan + 8)) && e.contains("after the first scan"),
             "{e}"
         );
+        // After the end of image it is another picture's: the decoder has
+        // stopped.
+        let mut appended = jpeg(&[], 0xC2, &[0x22, 0x11, 0x11]);
+        appended.extend_from_slice(&[0x12, 0x34, 0xFF, 0xD9, 0xFF, 0xD8]);
+        appended.extend_from_slice(&adobe(2));
+        assert!(check(p, &appended).is_ok());
     }
 
     #[test]
