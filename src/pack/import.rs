@@ -123,10 +123,11 @@ const MAX_PIXELS_PER_BYTE: u64 = 256;
 /// [`MAX_TEXTURE_DIM`] a side, no more pixels than the file's bytes can
 /// describe (tighter for PNG), and the decoder is held to the allocation
 /// that size needs, so a small file declaring a huge image costs an error,
-/// not the memory. A JPEG's sampling layout is checked too: only 4:4:4,
-/// 4:2:2, 4:4:0 and 4:2:0 (and grayscale) reach the decoder, which panics
-/// on some others ([`PackError::MalformedInput`] names the frame header and
-/// its offset).
+/// not the memory. A JPEG's headers are checked too, because its decoder
+/// panics on some files: only 4:4:4, 4:2:2, 4:4:0 and 4:2:0 sampling (and
+/// grayscale) reach it, with an Adobe colour transform that fits the frame's
+/// components ([`PackError::MalformedInput`] names the header and its
+/// offset).
 pub fn decode_image(path: &Path, bytes: &[u8]) -> Result<Rgba8Image, PackError> {
     let err = |reason: String| PackError::Import {
         path: path.to_path_buf(),
@@ -157,7 +158,8 @@ pub fn decode_image(path: &Path, bytes: &[u8]) -> Result<Rgba8Image, PackError> 
     }
     if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
         // Before any decoding: the JPEG decoder panics on some sampling
-        // layouts instead of returning an error (see jpeg_frame).
+        // layouts and colour transforms instead of returning an error (see
+        // jpeg_frame).
         jpeg_frame::check(path, bytes)?;
     }
     let mut limits = image::Limits::default();
@@ -192,9 +194,9 @@ pub fn decode_image(path: &Path, bytes: &[u8]) -> Result<Rgba8Image, PackError> 
     limits.max_alloc = Some(pixels * 8 + (16 << 20));
     let mut decoder = reader()?;
     decoder.limits(limits);
-    // The decoders are third-party code fed untrusted bytes; the layout
-    // check above keeps the JPEG decoder off every panic the fuzzer and a
-    // sweep of sampling layouts found, and this keeps one they did not find
+    // The decoders are third-party code fed untrusted bytes; the header
+    // check above keeps the JPEG decoder off every panic the fuzzer and the
+    // sweeps in jpeg_frame found, and this keeps one they did not find
     // an error naming the file instead of the end of the packer (in builds
     // that unwind; the fuzz targets still abort on it, so it gets found).
     // Nothing outlives the decoder, so no broken state is seen afterwards.

@@ -114,13 +114,14 @@ pub(super) fn walk_headers(bytes: &[u8]) -> Headers {
     h
 }
 
+/// The big-endian 16-bit value at `at` (a segment length), if the file
+/// holds it.
+fn be16(bytes: &[u8], at: usize) -> Option<usize> {
+    let b = bytes.get(at..at + 2)?;
+    Some(usize::from(u16::from_be_bytes([b[0], b[1]])))
+}
+
 fn walk(bytes: &[u8], h: &mut Headers) -> Option<()> {
-    let be16 = |at: usize| -> Option<usize> {
-        Some(usize::from(u16::from_be_bytes([
-            *bytes.get(at)?,
-            *bytes.get(at + 1)?,
-        ])))
-    };
     let mut pos = 2;
     let mut prev = 0u8;
     loop {
@@ -149,7 +150,7 @@ fn walk(bytes: &[u8], h: &mut Headers) -> Option<()> {
                         4 if h.colour == Colour::YCbCr => h.colour = Colour::Cmyk,
                         _ => {}
                     }
-                    pos += be16(pos)?;
+                    pos += be16(bytes, pos)?;
                     h.frame = Some(frame);
                 }
                 0xDA => {
@@ -167,7 +168,7 @@ fn walk(bytes: &[u8], h: &mut Headers) -> Option<()> {
                 // skipped by its length (DRI's must be 4, or the decoder
                 // stops); an Adobe APP14 segment is read first.
                 _ => {
-                    let len = be16(pos)?;
+                    let len = be16(bytes, pos)?;
                     if len < 2 {
                         return None;
                     }
@@ -198,7 +199,7 @@ fn frame_header(bytes: &[u8], offset: usize, marker: u8) -> Option<FrameHeader> 
     // FF Cn, length (2), precision (1), height (2), width (2), count (1),
     // then 3 bytes a component: id, H<<4 | V, quantisation table.
     let body = bytes.get(offset + 2..)?;
-    let len = usize::from(u16::from_be_bytes([*body.first()?, *body.get(1)?]));
+    let len = be16(body, 0)?;
     let count = usize::from(*body.get(7)?);
     if count == 0 || len != 8 + 3 * count {
         return None;
@@ -298,12 +299,13 @@ pub(super) fn check(path: &Path, bytes: &[u8]) -> Result<(), PackError> {
         );
         return Err(refuse("Adobe APP14 segment".into(), at, reason));
     }
-    if let Some(at) = h.scan_at.and_then(|scan| late_adobe(bytes, scan)) {
-        let reason = format!(
-            "it comes after the first scan (offset {}), where it would change the colour model of a decode already under way",
-            h.scan_at.unwrap_or(0)
-        );
-        return Err(refuse("Adobe APP14 segment".into(), at, reason));
+    if let Some(scan) = h.scan_at {
+        if let Some(at) = late_adobe(bytes, scan) {
+            let reason = format!(
+                "it comes after the first scan (offset {scan}), where it would change the colour model of a decode already under way"
+            );
+            return Err(refuse("Adobe APP14 segment".into(), at, reason));
+        }
     }
     Ok(())
 }
@@ -327,7 +329,7 @@ fn late_adobe(bytes: &[u8], scan: usize) -> Option<usize> {
                 if code == 0xEE && bytes.get(i + 4..i + 9) == Some(b"Adobe") {
                     return Some(i);
                 }
-                let len = usize::from(u16::from_be_bytes([*bytes.get(i + 2)?, *bytes.get(i + 3)?]));
+                let len = be16(bytes, i + 2)?;
                 i += 2 + len.max(2);
             }
         }
