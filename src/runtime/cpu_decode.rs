@@ -139,9 +139,20 @@ pub(crate) fn read_and_decode(
         // The block in `buf`, and how its read went (bytes in, or why not).
         let mut held: Option<(u64, u32, Result<usize, crate::io::IoError>)> = None;
         let n = parts.len();
-        for (i, (RunPart { part, out }, job)) in parts.into_iter().zip(jobs).enumerate() {
+        let mut parts = parts.into_iter().zip(jobs).enumerate().peekable();
+        while let Some((i, (RunPart { part, out }, job))) = parts.next() {
             let t = Instant::now();
             let (offset, stored) = (part.block.offset, part.block.stored);
+            // The next block's bytes start on their way into this core's
+            // cache while this one is checked and decoded (see `prefetch`).
+            if let Some((_, (RunPart { part: next, .. }, Some(_)))) = parts.peek() {
+                let b = &next.block;
+                if b.offset != offset {
+                    if let Some(bytes) = pf.file.mapped(b.offset, b.stored as usize) {
+                        prefetch(bytes);
+                    }
+                }
+            }
             let (slot, writer) = match out {
                 Some((s, w)) => (Some(s), Some(w)),
                 None => (None, None),
@@ -208,6 +219,31 @@ pub(crate) fn read_and_decode(
             });
         }
     });
+}
+
+/// Asks the CPU to bring `bytes` into its caches, without waiting for them.
+///
+/// A block read from the file's mapping comes from the page cache, cold:
+/// crc32c is the first to touch it, and the hardware prefetcher stops at
+/// every 4 KiB page, so crc32c stalled on memory at each page of a block
+/// (its share of the decode threads' time was 2.6x the hand-written loop's,
+/// whose `pread` copy pays that instead). Prefetched while the block before
+/// it is decoded, it is in cache when crc32c reads it. A prefetch never
+/// faults, so a page past a file cut shorter is harmless here.
+#[inline]
+fn prefetch(bytes: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    for line in bytes.chunks(64) {
+        // SAFETY: a prefetch is a hint; it reads nothing architecturally
+        // and cannot fault, and `line` points into a live slice anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T1 }>(
+                line.as_ptr().cast(),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = bytes;
 }
 
 /// The result of a part decoded from the file's mapping, or a short read
