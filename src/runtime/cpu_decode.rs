@@ -221,7 +221,8 @@ pub(crate) fn read_and_decode(
     });
 }
 
-/// Asks the CPU to bring `bytes` into its caches, without waiting for them.
+/// Asks the CPU to bring `bytes` into its L2 cache, without waiting for
+/// them.
 ///
 /// A block read from the file's mapping comes from the page cache, cold:
 /// crc32c is the first to touch it, and the hardware prefetcher stops at
