@@ -11,11 +11,16 @@
 //! its part of the mip as one rectangle. Only what fits the next batch
 //! beside the chunk that did not fit is held back, at most half a batch.
 //!
-//! Which mips continue is not known here (a request may cover only some of
-//! a mip's tiles), so the unfinished row of every mip the batch's last
-//! chunk holds is held back, and a part is held back at most once. Chunks
-//! reach a batch in the order they were filled (`StagingRing::ready`), so a
-//! mip's parts arrive without holes.
+//! Which mips continue is not known here for all of them (a request may
+//! cover only some of a mip's tiles), so the unfinished row of every mip
+//! the batch's last chunk holds is held back, and of every mip with parts
+//! already landed in chunks the batch has not taken; a part is held back at
+//! most once. Chunks reach a batch in the order they were filled
+//! (`StagingRing::ready`), but reads are placed in file order within each
+//! turn of the submission thread, so a mip's last tiles can land behind
+//! other parts: the second rule is for those.
+
+use std::collections::{HashMap, HashSet};
 
 use crate::destinations::gpu_copies::unfinished_row;
 
@@ -59,6 +64,9 @@ impl GpuBatcher {
     /// `chunk` (input bytes, output weight, descriptors), would not fit a
     /// batch together. The next batch to open takes them
     /// ([`Self::take_held_back`]).
+    // A texture hashes and compares by its handle's identity, which the
+    // interior mutability clippy sees in it never changes.
+    #[allow(clippy::mutable_key_type)]
     pub(super) fn hold_back_rows(
         &mut self,
         jobs: &JobTable,
@@ -72,31 +80,39 @@ impl GpuBatcher {
         // The mips of the chunk added last: a batch takes chunks in the
         // order their parts were placed, so a mip cut by this batch's end
         // has parts there. Parts held back once are not held back again.
-        let mut keys: Vec<MipKey<'_>> = Vec::new();
+        let mut keys: HashSet<MipKey<'_>> = HashSet::new();
         for e in &open.entries[open.last_chunk..] {
-            if let Some(key) = mip_key(&e.part, jobs).filter(|k| !e.held && !keys.contains(k)) {
-                keys.push(key);
+            if let Some(key) = mip_key(&e.part, jobs).filter(|_| !e.held) {
+                keys.insert(key);
             }
         }
-        // Each of those mips' parts in the whole batch.
-        let mut mips: Vec<Vec<usize>> = vec![Vec::new(); keys.len()];
+        // And the mips with parts already landed in chunks the batch has
+        // not taken (the chunk that did not fit among them): those mips
+        // continue for certain. Reads are placed in file order within each
+        // turn of the submission thread, so a turn boundary inside a mip
+        // can put its last tiles behind other parts, and the rest of its
+        // row outside the last chunk (issue #10: the last extra copies of
+        // sustained runs). Sets, not lists: a ring of small tiles holds
+        // thousands of parts of hundreds of mips.
+        for s in self.staged.iter().flatten() {
+            if let Some(key) = mip_key(&s.part, jobs) {
+                keys.insert(key);
+            }
+        }
+        // Each of those mips' parts in the whole batch (a mip with none
+        // holds nothing back).
+        let mut mips: HashMap<MipKey<'_>, Vec<usize>> = HashMap::new();
         for (i, e) in open.entries.iter().enumerate() {
-            let Place::Texture { mip, origin, .. } = &e.part.place else {
-                continue;
-            };
-            // The cheap fields first: most parts are of other mips.
-            if e.held || !keys.iter().any(|k| (k.1, k.2) == (*mip, origin.z)) {
+            if e.held || !matches!(e.part.place, Place::Texture { .. }) {
                 continue;
             }
-            if let Some(key) = mip_key(&e.part, jobs) {
-                if let Some(k) = keys.iter().position(|k| *k == key) {
-                    mips[k].push(i);
-                }
+            if let Some(key) = mip_key(&e.part, jobs).filter(|k| keys.contains(k)) {
+                mips.entry(key).or_default().push(i);
             }
         }
         let mut hold: Vec<usize> = Vec::new();
         let mut dests = Vec::new();
-        for idx in &mips {
+        for idx in mips.values() {
             dests.clear();
             let complete = idx.iter().all(|&i| {
                 let part = &open.entries[i].part;
