@@ -59,29 +59,38 @@ fn cached_reads(c: &mut Criterion) {
         let mut staging = AlignedBuf::new(len);
         staging.fill(1);
         let base = staging.as_mut_ptr() as usize;
-        g.bench_with_input(BenchmarkId::new("engine submit", size), &ranges, |b, r| {
-            b.iter(|| {
-                let (tx, rx) = crossbeam::channel::unbounded();
-                let ops = r
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(off, l))| ReadOp {
-                        file: file.clone(),
-                        offset: off,
-                        len: l,
-                        dest: (base + off as usize) as *mut u8,
-                        priority: Priority::Normal,
-                        user_data: i as u64,
-                    })
-                    .collect();
-                // SAFETY: every op writes its own range of `staging`, which
-                // outlives the completions awaited here.
-                unsafe { engine.submit(ops, tx) };
-                for _ in 0..r.len() {
-                    rx.recv().unwrap().result.unwrap();
-                }
-            })
-        });
+        // The same reads of a file the engine copies out of its mapping
+        // (as the runtime's packs are) instead of reading with `pread`.
+        let mapped = engine.open(&path, OpenMode::Buffered).unwrap();
+        assert!(mapped.map_for_reads());
+        for (name, f) in [
+            ("engine submit", &file),
+            ("engine submit, mapped file", &mapped),
+        ] {
+            g.bench_with_input(BenchmarkId::new(name, size), &ranges, |b, r| {
+                b.iter(|| {
+                    let (tx, rx) = crossbeam::channel::unbounded();
+                    let ops = r
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &(off, l))| ReadOp {
+                            file: f.clone(),
+                            offset: off,
+                            len: l,
+                            dest: (base + off as usize) as *mut u8,
+                            priority: Priority::Normal,
+                            user_data: i as u64,
+                        })
+                        .collect();
+                    // SAFETY: every op writes its own range of `staging`,
+                    // which outlives the completions awaited here.
+                    unsafe { engine.submit(ops, tx) };
+                    for _ in 0..r.len() {
+                        rx.recv().unwrap().result.unwrap();
+                    }
+                })
+            });
+        }
         let mut buf = AlignedBuf::new(size);
         g.bench_with_input(BenchmarkId::new("pread loop", size), &ranges, |b, r| {
             b.iter(|| {

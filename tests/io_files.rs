@@ -1,6 +1,7 @@
 //! The engine on real files, on both backends: missing files, directories,
 //! tmpfs fallback, unaligned ranges, reads past the end, coalesced range
-//! reads, and a file truncated while its reads are in flight.
+//! reads, a file truncated while its reads are in flight, and buffered
+//! files read by copying out of their mapping.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -239,14 +240,61 @@ fn buffered_mode_is_honoured() {
 
 #[test]
 fn truncation_while_reads_are_in_flight() {
+    truncate_under_reads(OpenMode::Auto, false, 1 << 20);
+}
+
+/// The same through a mapping: a copy out of it reads zeros where the
+/// file was cut (the SIGBUS handler's pages past the new end's page, and
+/// the kernel's own zeros in the rest of that page, which raise no fault),
+/// yet no read may count one of them as a byte of the file.
+#[test]
+fn truncation_under_a_mapped_file_counts_only_the_bytes_left() {
+    for keep in [1 << 20, (1 << 20) + 1000] {
+        truncate_under_reads(OpenMode::Buffered, true, keep);
+    }
+}
+
+/// Cut before the read, deterministic: a read that ends inside the page
+/// holding the new end raises no fault (the kernel zeroed the rest of that
+/// page) and must still count only the bytes before the end; one past that
+/// page faults and reads nothing; one before the end reads whole.
+#[test]
+fn a_mapped_read_across_a_cut_made_before_it_counts_only_the_bytes_left() {
+    let d = tmp();
+    let p = d.path().join("cut.bin");
+    let keep: usize = (1 << 20) + 1000;
+    for e in engines() {
+        write_file(&p, 4 << 20);
+        let f = e.open(&p, OpenMode::Buffered).unwrap();
+        assert!(f.map_for_reads());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(keep as u64)
+            .unwrap();
+        for (off, len, want) in [
+            (keep - 3000, 2000, 2000),
+            (keep - 500, 2000, 500),
+            (keep - 500, 200_000, 500),
+            (keep + 100, 50, 0),
+            (2 << 20, 4096, 0),
+        ] {
+            let s = e.read_at(&f, off as u64, len).unwrap();
+            assert_eq!(s.len(), want, "read ({off}, {len})");
+            assert!(s.iter().enumerate().all(|(k, &b)| b == content(off + k)));
+        }
+    }
+}
+
+fn truncate_under_reads(mode: OpenMode, map: bool, keep: usize) {
     let d = tmp();
     let p = d.path().join("shrinking.bin");
     let len: usize = 32 << 20;
-    let keep: usize = 1 << 20;
-    write_file(&p, len);
     for e in engines() {
         write_file(&p, len);
-        let f = e.open(&p, OpenMode::Auto).unwrap();
+        let f = e.open(&p, mode).unwrap();
+        assert_eq!(f.map_for_reads(), map, "mapping {map}");
         let n = 256;
         let chunk = len / n;
         let mut buf = AlignedBuf::new(len);
@@ -291,15 +339,83 @@ fn truncation_while_reads_are_in_flight() {
             for k in 0..got.min(keep.saturating_sub(start)) {
                 assert_eq!(buf[start + k], content(start + k));
             }
-            if start >= keep {
+            if start >= keep || map {
                 // Either read before the truncation (old bytes) or after
-                // (nothing); never something else.
+                // (nothing); never something else, zeros included.
                 for k in 0..got {
-                    assert_eq!(buf[start + k], content(start + k));
+                    assert_eq!(buf[start + k], content(start + k), "read {i} byte {k}");
                 }
             }
         }
         assert!(rx.try_recv().is_err());
+        if map {
+            assert!(e.stats().mapped_reads > 0, "no read used the mapping");
+        }
+    }
+}
+
+/// A buffered file the runtime maps is read by copying out of the
+/// mapping: the same bytes as `pread`, at any offset, length and
+/// destination alignment, and a range reaching past the mapped length
+/// still reads (with `pread`) the bytes that exist.
+#[test]
+fn a_mapped_file_reads_the_same_bytes_as_pread() {
+    let d = tmp();
+    let p = d.path().join("mapped.bin");
+    let len = 5 * 65536 + 777;
+    write_file(&p, len);
+    for e in engines() {
+        let f = e.open(&p, OpenMode::Buffered).unwrap();
+        assert!(f.map_for_reads());
+        let inside = [
+            (0u64, 4096usize),
+            (1, 10),
+            (4095, 2),
+            (65536 + 17, 70_000),
+            (3, 5 * 65536),
+        ];
+        let outside = [
+            (len as u64 - 10, 100), // crosses the end: 10 bytes
+            (len as u64 + 5, 10),   // past the end: 0 bytes
+        ];
+        for (ranges, mapped) in [(&inside[..], true), (&outside[..], false)] {
+            let before = e.stats().mapped_reads;
+            let out = e.read_ranges(&f, ranges, Priority::High);
+            for (&(off, l), r) in ranges.iter().zip(&out) {
+                let s = r.as_ref().unwrap();
+                let want = (len as u64).saturating_sub(off).min(l as u64) as usize;
+                assert_eq!(s.len(), want, "range ({off}, {l})");
+                for (k, &b) in s.iter().enumerate() {
+                    assert_eq!(b, content(off as usize + k), "range ({off}, {l}) byte {k}");
+                }
+            }
+            assert_eq!(e.stats().mapped_reads > before, mapped, "{ranges:?}");
+        }
+        let before = e.stats().mapped_reads;
+        for dest_off in [0usize, 3, 17, 64] {
+            let mut buf = AlignedBuf::new(3 * 65536);
+            let (tx, rx) = channel::unbounded();
+            let op = ReadOp {
+                file: f.clone(),
+                offset: 999,
+                len: 2 * 65536,
+                // SAFETY: 64 + 2 * 65536 <= 3 * 65536.
+                dest: unsafe { buf.as_mut_ptr().add(dest_off) },
+                priority: Priority::Normal,
+                user_data: 1,
+            };
+            // SAFETY: buf outlives the completion received below.
+            unsafe { e.submit(vec![op], tx) };
+            assert_eq!(rx.recv().unwrap().result.unwrap(), 2 * 65536);
+            assert!((0..2 * 65536).all(|k| buf[dest_off + k] == content(999 + k)));
+            assert!(buf[..dest_off].iter().all(|&b| b == 0));
+            assert!(buf[dest_off + 2 * 65536..].iter().all(|&b| b == 0));
+        }
+        assert!(
+            e.stats().mapped_reads >= before + 4,
+            "the ranges inside the mapping were not copied out of it: {:?}",
+            e.stats()
+        );
     }
 }
 

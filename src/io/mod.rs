@@ -29,6 +29,7 @@ mod file;
 mod mapping;
 mod plan;
 mod sched;
+mod stream_copy;
 mod worker;
 
 use std::collections::HashMap;
@@ -227,6 +228,9 @@ pub struct IoStats {
     pub fixed_buffer_reads: u64,
     /// io_uring reads through a registered file.
     pub fixed_file_reads: u64,
+    /// Reads of a buffered file served by copying out of its mapping
+    /// ([`IoFile::map_for_reads`]) instead of `pread`.
+    pub mapped_reads: u64,
     /// `io_uring_enter` calls (submissions and waits together).
     pub enters: u64,
 }
@@ -274,6 +278,7 @@ impl IoEngine {
             retries: c.retries.load(Relaxed),
             fixed_buffer_reads: c.fixed_buffer_reads.load(Relaxed),
             fixed_file_reads: c.fixed_file_reads.load(Relaxed),
+            mapped_reads: c.mapped_reads.load(Relaxed),
             enters: c.enters.load(Relaxed),
         }
     }

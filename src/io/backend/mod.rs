@@ -25,6 +25,10 @@ pub(crate) struct RawRead {
     pub align: u32,
     /// Where the bytes go.
     pub dest: *mut u8,
+    /// Where set, the same `len` bytes in the file's read-only mapping
+    /// (buffered files only): the backend copies them from there
+    /// (`stream_copy.rs`) instead of reading `fd`. Null: read `fd`.
+    pub mapped: *const u8,
     /// The worker's slot for this read, echoed in the completion.
     pub tag: u64,
     /// A stable identity of this attempt (request, position, retry number)
@@ -33,8 +37,9 @@ pub(crate) struct RawRead {
     pub ident: u64,
 }
 
-// SAFETY: the pointer is only dereferenced by the kernel or a pread thread
-// while the worker keeps the request (and so its destination) alive.
+// SAFETY: the pointers are only dereferenced by the kernel or a pread
+// thread while the worker keeps the request (and so its destination, and
+// the file whose mapping `mapped` points into) alive.
 unsafe impl Send for RawRead {}
 
 /// The largest single read attempt; longer requests continue like short
@@ -82,6 +87,7 @@ pub(crate) struct Counters {
     pub retries: std::sync::atomic::AtomicU64,
     pub fixed_buffer_reads: std::sync::atomic::AtomicU64,
     pub fixed_file_reads: std::sync::atomic::AtomicU64,
+    pub mapped_reads: std::sync::atomic::AtomicU64,
     pub enters: std::sync::atomic::AtomicU64,
 }
 

@@ -2,12 +2,16 @@
 //! kernels, seccomp sandboxes) or forced with `GPUSTREAM_IO=threads`. One
 //! pool per device worker, as many threads as the queue depth, so the
 //! device sees the same number of requests in flight as with io_uring.
+//! The io_uring backend hands it its buffered reads too (`uring.rs`), and
+//! a read of a mapped file is a copy out of the mapping, not a `pread`
+//! (`stream_copy.rs`).
 
 use std::thread::JoinHandle;
 
 use crossbeam::channel::{self, Receiver, Sender};
 
 use super::{Backend, RawRead, RawResult, Waker};
+use crate::io::stream_copy::copy_streaming;
 
 enum Event {
     Done(u64, RawResult),
@@ -45,17 +49,28 @@ impl ThreadsBackend {
                 .name(format!("gpustream-pread-{i}"))
                 .spawn(move || {
                     while let Ok(r) = rx.recv() {
-                        // SAFETY: the worker keeps fd open and dest valid
-                        // for len bytes until this completion is reaped.
-                        let n = unsafe {
-                            libc::pread(r.fd, r.dest.cast(), r.len as usize, r.offset as i64)
-                        };
-                        let res = if n < 0 {
-                            Err(std::io::Error::last_os_error()
-                                .raw_os_error()
-                                .unwrap_or(libc::EIO))
+                        let res = if r.mapped.is_null() {
+                            // SAFETY: the worker keeps fd open and dest
+                            // valid for len bytes until this completion is
+                            // reaped.
+                            let n = unsafe {
+                                libc::pread(r.fd, r.dest.cast(), r.len as usize, r.offset as i64)
+                            };
+                            if n < 0 {
+                                Err(std::io::Error::last_os_error()
+                                    .raw_os_error()
+                                    .unwrap_or(libc::EIO))
+                            } else {
+                                Ok(n as usize)
+                            }
                         } else {
-                            Ok(n as usize)
+                            // SAFETY: the worker keeps the file (so its
+                            // mapping, `mapped..+len`) and `dest..+len`
+                            // valid, and dest untouched by anyone else,
+                            // until this completion is reaped; a read-only
+                            // file mapping never overlaps a destination.
+                            unsafe { copy_streaming(r.dest, r.mapped, r.len as usize) };
+                            Ok(r.len as usize)
                         };
                         if tx.send(Event::Done(r.tag, res)).is_err() {
                             break;
