@@ -254,10 +254,11 @@ fn truncation_under_a_mapped_file_counts_only_the_bytes_left() {
     }
 }
 
-/// Cut before the read, deterministic: a read that ends inside the page
+/// Cut before the read, deterministic. A read that ends inside the page
 /// holding the new end raises no fault (the kernel zeroed the rest of that
-/// page) and must still count only the bytes before the end; one past that
-/// page faults and reads nothing; one before the end reads whole.
+/// page), is copied out of the mapping and must still count only the bytes
+/// before the end. One that runs past that page faults: the mapping is
+/// marked, the read is redone with `pread`, and so is every read after.
 #[test]
 fn a_mapped_read_across_a_cut_made_before_it_counts_only_the_bytes_left() {
     let d = tmp();
@@ -273,17 +274,28 @@ fn a_mapped_read_across_a_cut_made_before_it_counts_only_the_bytes_left() {
             .unwrap()
             .set_len(keep as u64)
             .unwrap();
-        for (off, len, want) in [
-            (keep - 3000, 2000, 2000),
-            (keep - 500, 2000, 500),
-            (keep - 500, 200_000, 500),
-            (keep + 100, 50, 0),
-            (2 << 20, 4096, 0),
+        // (offset, len, bytes that exist, copied out of the mapping)
+        for (off, len, want, mapped) in [
+            (keep - 3000, 2000, 2000, true),
+            (keep - 500, 2000, 500, true),
+            (keep - 500, 200_000, 500, true),
+            (keep - 700, 600, 600, false),
+            (keep + 100, 50, 0, false),
+            (2 << 20, 4096, 0, false),
         ] {
+            let before = e.stats();
             let s = e.read_at(&f, off as u64, len).unwrap();
             assert_eq!(s.len(), want, "read ({off}, {len})");
             assert!(s.iter().enumerate().all(|(k, &b)| b == content(off + k)));
+            let after = e.stats();
+            assert_eq!(
+                after.mapped_reads > before.mapped_reads,
+                mapped,
+                "read ({off}, {len}): {after:?}"
+            );
         }
+        assert!(f.mapping_was_cut(), "the long read faulted past the cut");
+        assert!(e.stats().retries >= 1, "the faulted copy was redone");
     }
 }
 

@@ -178,6 +178,9 @@ pub(crate) fn run(
             let Some(f) = slots.get_mut(slot).and_then(Option::take) else {
                 continue;
             };
+            if f.attempt_mapped && res.is_ok() {
+                c.mapped_reads.fetch_add(1, Ordering::Relaxed);
+            }
             let res = settle_mapped(&f, res);
             match res {
                 Ok(n) => {
@@ -192,9 +195,6 @@ pub(crate) fn run(
                 Err(_) => {}
             }
             c.reads.fetch_add(1, Ordering::Relaxed);
-            if f.attempt_mapped {
-                c.mapped_reads.fetch_add(1, Ordering::Relaxed);
-            }
             if let Some(f) = finish_attempt(&mut *backend, slot, f, res) {
                 slots[slot] = Some(f);
             } else {
@@ -270,8 +270,8 @@ fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFl
     let len = left.min(MAX_ATTEMPT);
     // A buffered file the runtime mapped is copied out of its mapping,
     // which is half the CPU time of `pread`'s copy (`stream_copy.rs`). Once
-    // a read found the file cut shorter under its mapping, `pread` answers
-    // again: it knows where the file ends.
+    // a read of the mapping faulted (a cut file, a failed disk read),
+    // `pread` answers again (`settle_mapped`).
     let mapped = (!direct && !file.mapping_was_cut())
         .then(|| file.mapped(off, len))
         .flatten()
@@ -298,15 +298,22 @@ fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFl
     Some(f)
 }
 
-/// A copy out of a mapping reads zeros where the file was cut shorter
-/// under it: past the page holding the new end, the SIGBUS handler's pages
-/// (`mapping.rs`); before it, the zeros the kernel writes over the rest of
-/// that page, with no fault and no mark. So every mapped attempt asks the
-/// file's length afterwards and counts only the bytes the file still has,
-/// as `pread` would have answered.
+/// A copy out of a mapping can read zeros that are not the file's bytes,
+/// and nothing in the copy says so:
+/// - past a cut (the file made shorter under the mapping), and on a page
+///   the kernel failed to read from the disk, the SIGBUS handler maps a
+///   page of zeros and marks the mapping (`mapping.rs`). Then the attempt
+///   is redone, answered as EAGAIN (one of the bounded retries): the mark
+///   makes `start` read with `pread`, which knows where the file ends and
+///   reports a failed disk read as the error it is;
+/// - inside the page that holds a cut, the kernel has zeroed the rest of
+///   the page and no fault happens. So every mapped attempt also asks the
+///   file's length afterwards and counts only the bytes the file still
+///   has, as `pread` would have answered.
 fn settle_mapped(f: &InFlight, res: RawResult) -> RawResult {
     let file = &f.q.op.file;
     match res {
+        Ok(_) if f.attempt_mapped && file.mapping_was_cut() => Err(libc::EAGAIN),
         Ok(n) if f.attempt_mapped => {
             let off = f.q.op.offset + f.done as u64;
             match file.current_len() {
