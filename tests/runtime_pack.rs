@@ -477,6 +477,56 @@ fn truncated_pack_fails_the_missing_blocks(open_mode: OpenMode) {
     assert!(ok.to_vec().unwrap() == fx.blobs[2].1, "{open_mode:?}");
 }
 
+/// A pack read through its mapping, cut shorter and then restored while
+/// open: the read that faulted past the cut has marked the mapping, whose
+/// pages there now read as zeros, so from then on the blocks are read with
+/// `pread`, which sees the restored file, and arrive right.
+#[test]
+fn a_pack_cut_and_restored_while_open_reads_right_again() {
+    let fx = blob_pack(Codec::Lz4);
+    let whole = std::fs::read(&fx.path).unwrap();
+    let rt = cpu_runtime_opening(IoConfig::default(), OpenMode::Buffered);
+    let pf = rt.open_pack(&fx.path).unwrap();
+    let last = pf.pack().find("blob6").unwrap();
+    let first_block = pf.pack().blocks()[pf.pack().asset(last).blocks.start as usize];
+    let cut = first_block.offset + (whole.len() as u64 - first_block.offset) / 2;
+    let q = rt.create_queue(QueueConfig::default());
+    let read_blob6 = || {
+        let m = HostMemory::new(fx.blobs[6].1.len());
+        q.enqueue(Request::new(
+            Source::Blob {
+                pack: pf.clone(),
+                asset: last,
+                range: None,
+            },
+            Destination::Memory {
+                memory: m.clone(),
+                offset: 0,
+            },
+        ))
+        .unwrap();
+        assert!(submit_and_wait(&q, Duration::from_secs(60)));
+        m
+    };
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fx.path)
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
+    read_blob6();
+    assert_eq!(q.error_record().failure_count, 1, "the cut fails blob6");
+    std::fs::write(&fx.path, &whole).unwrap();
+    let m = read_blob6();
+    let rec = q.error_record();
+    assert_eq!(
+        rec.failure_count, 0,
+        "the restored pack reads without a failure: {:?}",
+        rec.first_failure
+    );
+    assert!(m.to_vec().unwrap() == fx.blobs[6].1);
+}
+
 /// The fault-injection sweep: random request mixes over seeded faults
 /// (short reads, EIO, EINTR, delays, reordering) and random cancellation,
 /// on both backends.

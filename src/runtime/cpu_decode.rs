@@ -120,8 +120,10 @@ pub(crate) struct RunPartDone {
 /// `jobs[i]` is part `i`'s job (`None`: it ended meanwhile).
 ///
 /// A block's stored bytes come from the file's mapping where it has one
-/// (`IoFile::map_for_reads`): crc32c and the decoder read them where the
-/// page cache holds them, with no copy. Otherwise each block is read on its
+/// (`IoFile::map_for_reads`) and no read of it has faulted: crc32c and the
+/// decoder read them where the page cache holds them, with no copy.
+/// Otherwise (and for the block during which a fault happened, decoded
+/// again, see [`failed_short`]) each block is read on its
 /// own with `pread`, just before it is checked and decoded, as a
 /// hand-written loop reads: its bytes (at most 64 KiB) are still in this
 /// core's cache when crc32c and the decoder go over them, where a whole
@@ -153,17 +155,29 @@ pub(crate) fn read_and_decode(
                     }
                 }
             }
-            let (slot, writer) = match out {
+            let (slot, mut writer) = match out {
                 Some((s, w)) => (Some(s), Some(w)),
                 None => (None, None),
             };
             let mut read = None;
+            // Decoded from the mapping, unless a read of it has faulted,
+            // before or during this block (`failed_short`): then again
+            // with `pread`, below.
+            let mut from_mapping = None;
             let mapped = job
                 .as_ref()
-                .and_then(|_| pf.file.mapped(offset, stored as usize));
-            if mapped.is_some() {
+                .filter(|_| !pf.file.mapping_was_cut())
+                .and_then(|j| Some((j, pf.file.mapped(offset, stored as usize)?)));
+            if let Some((j, bytes)) = mapped {
                 read = Some((stored as u64, t.elapsed().as_nanos() as u64));
-            } else if job.is_some()
+                let (r, copied) =
+                    decode_part(&part, bytes, &j.ctl, j.claim.as_ref(), writer.as_mut());
+                if !pf.file.mapping_was_cut() {
+                    from_mapping = Some((failed_short(pf, &part, r), copied));
+                }
+            }
+            if from_mapping.is_none()
+                && job.is_some()
                 && !matches!(&held, Some((o, l, _)) if *o == offset && *l == stored)
             {
                 let len = stored as usize;
@@ -177,12 +191,9 @@ pub(crate) fn read_and_decode(
                 ));
                 held = Some((offset, stored, got));
             }
-            let (result, copied) = match (mapped, &held, &job) {
+            let (result, copied) = match (from_mapping, &held, &job) {
                 (_, _, None) => (Err(RequestError::Cancelled), 0),
-                (Some(bytes), _, Some(j)) => {
-                    let (r, copied) = decode_part(&part, bytes, &j.ctl, j.claim.as_ref(), writer);
-                    (cut_short(pf, &part, r), copied)
-                }
+                (Some(done), _, Some(_)) => done,
                 (None, None, _) => (Err(RequestError::Cancelled), 0),
                 (None, Some((_, _, Err(e))), _) => (
                     Err(RequestError::Io(Arc::new(
@@ -205,7 +216,7 @@ pub(crate) fn read_and_decode(
                     &buf[..stored as usize],
                     &j.ctl,
                     j.claim.as_ref(),
-                    writer,
+                    writer.as_mut(),
                 ),
             };
             report(RunPartDone {
@@ -247,17 +258,21 @@ fn prefetch(bytes: &[u8]) {
     let _ = bytes;
 }
 
-/// The result of a part decoded from the file's mapping, or a short read
-/// where the file was cut shorter under it: pages past the new end read as
-/// zeros (`io::IoFile::mapping_was_cut`), so a block that failed, or any
-/// block once the mapping is marked, is checked against the file's length
-/// now, and one that no longer fits is reported as `pread` would have.
-fn cut_short(
+/// The result of a part decoded from the file's mapping while no read of
+/// the mapping has faulted, or a short read. A fault (past a cut: the file
+/// made shorter under the mapping; or a page the disk failed to deliver)
+/// gets a page of zeros and a mark from the SIGBUS handler
+/// (`io::IoFile::mapping_was_cut`), and the caller then decodes the block
+/// again from `pread`, which tells the two apart. Inside the page holding
+/// a cut the kernel leaves zeros with no fault and no mark: a block that
+/// failed is checked against the file's length now, and one that no
+/// longer fits is reported as `pread` would have.
+fn failed_short(
     pf: &PackFile,
     part: &Part,
     result: Result<(), RequestError>,
 ) -> Result<(), RequestError> {
-    if result.is_ok() && !pf.file.mapping_was_cut() {
+    if result.is_ok() {
         return result;
     }
     let (offset, stored) = (part.block.offset, part.block.stored as u64);
@@ -322,7 +337,7 @@ pub(crate) fn decode_part(
     stored: &[u8],
     ctl: &JobCtl,
     claim: Option<&HostClaim>,
-    staging: Option<SlotWriter>,
+    staging: Option<&mut SlotWriter>,
 ) -> (Result<(), RequestError>, u64) {
     let size = part.block.size as usize;
     let take = part.take.start as usize..part.take.end as usize;
@@ -365,7 +380,7 @@ pub(crate) fn decode_part(
             })
         }
         (Place::Buffer { .. } | Place::Texture { .. } | Place::Pieces(..), _) => {
-            let Some(mut slot) = staging else {
+            let Some(slot) = staging else {
                 return (Err(RequestError::NoGpu), 0);
             };
             let out = slot.as_mut_slice();

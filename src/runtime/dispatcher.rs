@@ -518,7 +518,7 @@ impl Dispatcher {
         let Some(job) = self.jobs.get_arc(part.job) else {
             return;
         };
-        let (slot, writer): (Option<_>, Option<SlotWriter>) = match out {
+        let (slot, mut writer): (Option<_>, Option<SlotWriter>) = match out {
             Some((s, w)) => (Some(s), Some(w)),
             None => (None, None),
         };
@@ -526,8 +526,13 @@ impl Dispatcher {
         self.pool.spawn(move || {
             let t0 = Instant::now();
             let bytes: &[u8] = std::ops::Deref::deref(&*data);
-            let (result, copied) =
-                cpu_decode::decode_part(&part, &bytes[at..], &job.ctl, job.claim.as_ref(), writer);
+            let (result, copied) = cpu_decode::decode_part(
+                &part,
+                &bytes[at..],
+                &job.ctl,
+                job.claim.as_ref(),
+                writer.as_mut(),
+            );
             // Let go of the read buffer before reporting, so the read stage
             // can take it back into its pool.
             drop(job);
