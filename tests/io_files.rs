@@ -10,7 +10,8 @@ mod common;
 
 use crossbeam::channel;
 use gpustream::io::{
-    align_range, AlignedBuf, BackendKind, IoConfig, IoEngine, IoError, OpenMode, Priority, ReadOp,
+    align_range, AlignedBuf, BackendKind, IoConfig, IoEngine, IoError, IoFile, OpenMode, Priority,
+    ReadOp,
 };
 
 fn content(i: usize) -> u8 {
@@ -42,6 +43,63 @@ fn engines() -> Vec<IoEngine> {
 
 fn tmp() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+/// Cuts the file at `path` to `len` bytes, as another process might.
+fn cut_file(path: &Path, len: usize) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(len as u64)
+        .unwrap();
+}
+
+/// `read_ranges` of a file of `len` bytes written by `write_file`: each
+/// range reads the bytes of it that exist, and they are the file's.
+fn check_ranges(e: &IoEngine, f: &IoFile, len: usize, ranges: &[(u64, usize)]) {
+    let out = e.read_ranges(f, ranges, Priority::High);
+    for (&(off, l), r) in ranges.iter().zip(&out) {
+        let s = r.as_ref().unwrap();
+        let want = (len as u64).saturating_sub(off).min(l as u64) as usize;
+        assert_eq!(s.len(), want, "range ({off}, {l})");
+        for (k, &b) in s.iter().enumerate() {
+            assert_eq!(b, content(off as usize + k), "range ({off}, {l}) byte {k}");
+        }
+    }
+}
+
+/// One raw read of `len` bytes at `offset` into a buffer `dest_off` bytes
+/// past a 4 KiB-aligned start (`dest_off + len <= buf_len`): the bytes
+/// land right and the rest of the buffer stays untouched.
+fn check_read_into(
+    e: &IoEngine,
+    f: &IoFile,
+    offset: u64,
+    len: usize,
+    dest_off: usize,
+    buf_len: usize,
+) {
+    assert!(dest_off + len <= buf_len);
+    let mut buf = AlignedBuf::new(buf_len);
+    let (tx, rx) = channel::unbounded();
+    let op = ReadOp {
+        file: f.clone(),
+        offset,
+        len,
+        // SAFETY: dest_off + len <= buf_len, asserted above.
+        dest: unsafe { buf.as_mut_ptr().add(dest_off) },
+        priority: Priority::Normal,
+        user_data: 9,
+    };
+    // SAFETY: buf outlives the completion received below.
+    unsafe { e.submit(vec![op], tx) };
+    let c = rx.recv().unwrap();
+    assert_eq!(c.user_data, 9);
+    assert_eq!(c.result.unwrap(), len);
+    assert!((0..len).all(|k| buf[dest_off + k] == content(offset as usize + k)));
+    assert!(buf[..dest_off].iter().all(|&b| b == 0));
+    assert!(buf[dest_off + len..].iter().all(|&b| b == 0));
 }
 
 #[test]
@@ -153,34 +211,9 @@ fn direct_file_reads_aligned_unaligned_and_past_eof() {
             (len as u64 + 5, 10),   // past the end: 0 bytes
             (7, 0),
         ];
-        let out = e.read_ranges(&f, &ranges, Priority::High);
-        for (&(off, l), r) in ranges.iter().zip(&out) {
-            let s = r.as_ref().unwrap();
-            let want = (len as u64).saturating_sub(off).min(l as u64) as usize;
-            assert_eq!(s.len(), want, "range ({off}, {l})");
-            for (k, &b) in s.iter().enumerate() {
-                assert_eq!(b, content(off as usize + k), "range ({off}, {l}) byte {k}");
-            }
-        }
+        check_ranges(&e, &f, len, &ranges);
         // An unaligned destination through the raw API still reads right.
-        let mut buf = AlignedBuf::new(8192);
-        let (tx, rx) = channel::unbounded();
-        let op = ReadOp {
-            file: f.clone(),
-            offset: 4096,
-            len: 4096,
-            // SAFETY: 3 + 4096 <= 8192.
-            dest: unsafe { buf.as_mut_ptr().add(3) },
-            priority: Priority::Normal,
-            user_data: 9,
-        };
-        // SAFETY: buf outlives the completion received below.
-        unsafe { e.submit(vec![op], tx) };
-        let c = rx.recv().unwrap();
-        assert_eq!(c.user_data, 9);
-        assert_eq!(c.result.unwrap(), 4096);
-        assert!((0..4096).all(|k| buf[3 + k] == content(4096 + k)));
-        assert!(buf[..3].iter().all(|&b| b == 0) && buf[4099..].iter().all(|&b| b == 0));
+        check_read_into(&e, &f, 4096, 4096, 3, 8192);
     }
 }
 
@@ -268,12 +301,7 @@ fn a_mapped_read_across_a_cut_made_before_it_counts_only_the_bytes_left() {
         write_file(&p, 4 << 20);
         let f = e.open(&p, OpenMode::Buffered).unwrap();
         assert!(f.map_for_reads());
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_len(keep as u64)
-            .unwrap();
+        cut_file(&p, keep);
         // (offset, len, bytes that exist, copied out of the mapping)
         for (off, len, want, mapped) in [
             (keep - 3000, 2000, 2000, true),
@@ -325,12 +353,7 @@ fn truncate_under_reads(mode: OpenMode, map: bool, keep: usize) {
         let (tx, rx) = channel::unbounded();
         // SAFETY: buf outlives all completions, received below.
         unsafe { e.submit(ops, tx) };
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_len(keep as u64)
-            .unwrap();
+        cut_file(&p, keep);
         let mut seen = vec![false; n];
         for _ in 0..n {
             let c = rx
@@ -392,36 +415,12 @@ fn a_mapped_file_reads_the_same_bytes_as_pread() {
         ];
         for (ranges, mapped) in [(&inside[..], true), (&outside[..], false)] {
             let before = e.stats().mapped_reads;
-            let out = e.read_ranges(&f, ranges, Priority::High);
-            for (&(off, l), r) in ranges.iter().zip(&out) {
-                let s = r.as_ref().unwrap();
-                let want = (len as u64).saturating_sub(off).min(l as u64) as usize;
-                assert_eq!(s.len(), want, "range ({off}, {l})");
-                for (k, &b) in s.iter().enumerate() {
-                    assert_eq!(b, content(off as usize + k), "range ({off}, {l}) byte {k}");
-                }
-            }
+            check_ranges(&e, &f, len, ranges);
             assert_eq!(e.stats().mapped_reads > before, mapped, "{ranges:?}");
         }
         let before = e.stats().mapped_reads;
         for dest_off in [0usize, 3, 17, 64] {
-            let mut buf = AlignedBuf::new(3 * 65536);
-            let (tx, rx) = channel::unbounded();
-            let op = ReadOp {
-                file: f.clone(),
-                offset: 999,
-                len: 2 * 65536,
-                // SAFETY: 64 + 2 * 65536 <= 3 * 65536.
-                dest: unsafe { buf.as_mut_ptr().add(dest_off) },
-                priority: Priority::Normal,
-                user_data: 1,
-            };
-            // SAFETY: buf outlives the completion received below.
-            unsafe { e.submit(vec![op], tx) };
-            assert_eq!(rx.recv().unwrap().result.unwrap(), 2 * 65536);
-            assert!((0..2 * 65536).all(|k| buf[dest_off + k] == content(999 + k)));
-            assert!(buf[..dest_off].iter().all(|&b| b == 0));
-            assert!(buf[dest_off + 2 * 65536..].iter().all(|&b| b == 0));
+            check_read_into(&e, &f, 999, 2 * 65536, dest_off, 3 * 65536);
         }
         assert!(
             e.stats().mapped_reads >= before + 4,

@@ -16,8 +16,8 @@ use gpustream::destinations::HostMemory;
 use gpustream::io::{BackendKind, FaultConfig, IoConfig, OpenMode};
 use gpustream::pack::{AssetId, PackError, PackWriter, TextureFormat, WriterOptions};
 use gpustream::runtime::{
-    CompressionSupport, Destination, QueueConfig, Request, RequestError, Runtime, RuntimeConfig,
-    Source,
+    CompressionSupport, Destination, PackFile, QueueConfig, Request, RequestError, Runtime,
+    RuntimeConfig, Source,
 };
 
 /// Bytes that compress about 2:1 with LZ4, and differ per seed.
@@ -413,49 +413,51 @@ fn a_pack_truncated_after_open_fails_the_missing_blocks() {
     }
 }
 
+/// Cuts the pack at `path` (`len` bytes long) in the middle of blob6's
+/// blocks, as another process might; returns where.
+fn cut_inside_blob6(path: &Path, pf: &PackFile, len: u64) -> u64 {
+    let last = pf.pack().find("blob6").unwrap();
+    let first_block = pf.pack().blocks()[pf.pack().asset(last).blocks.start as usize];
+    let cut = first_block.offset + (len - first_block.offset) / 2;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_len(cut)
+        .unwrap();
+    cut
+}
+
+/// Enqueues `asset` of `pf`, whole, into `memory`.
+fn enqueue_blob(
+    q: &gpustream::runtime::Queue,
+    pf: &Arc<PackFile>,
+    asset: AssetId,
+    memory: HostMemory,
+) {
+    q.enqueue(Request::new(
+        Source::Blob {
+            pack: pf.clone(),
+            asset,
+            range: None,
+        },
+        Destination::Memory { memory, offset: 0 },
+    ))
+    .unwrap();
+}
+
 fn truncated_pack_fails_the_missing_blocks(open_mode: OpenMode) {
     let fx = blob_pack(Codec::Lz4);
     let rt = cpu_runtime_opening(IoConfig::default(), open_mode);
     let pf = rt.open_pack(&fx.path).unwrap();
     // Cut the file in the middle of the last blob.
     let len = std::fs::metadata(&fx.path).unwrap().len();
-    let last = pf.pack().find("blob6").unwrap();
-    let first_block = pf.pack().blocks()[pf.pack().asset(last).blocks.start as usize];
-    let cut = first_block.offset + (len - first_block.offset) / 2;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&fx.path)
-        .unwrap()
-        .set_len(cut)
-        .unwrap();
+    cut_inside_blob6(&fx.path, &pf, len);
     let q = rt.create_queue(QueueConfig::default());
-    let m = HostMemory::new(fx.blobs[6].1.len());
-    q.enqueue(Request::new(
-        Source::Blob {
-            pack: pf.clone(),
-            asset: last,
-            range: None,
-        },
-        Destination::Memory {
-            memory: m,
-            offset: 0,
-        },
-    ))
-    .unwrap();
+    let last = pf.pack().find("blob6").unwrap();
+    enqueue_blob(&q, &pf, last, HostMemory::new(fx.blobs[6].1.len()));
     let ok = HostMemory::new(fx.blobs[2].1.len());
-    let early = pf.pack().find("blob2").unwrap();
-    q.enqueue(Request::new(
-        Source::Blob {
-            pack: pf.clone(),
-            asset: early,
-            range: None,
-        },
-        Destination::Memory {
-            memory: ok.clone(),
-            offset: 0,
-        },
-    ))
-    .unwrap();
+    enqueue_blob(&q, &pf, pf.pack().find("blob2").unwrap(), ok.clone());
     assert!(submit_and_wait(&q, Duration::from_secs(60)));
     let rec = q.error_record();
     assert_eq!(rec.failure_count, 1, "{open_mode:?}");
@@ -488,32 +490,14 @@ fn a_pack_cut_and_restored_while_open_reads_right_again() {
     let rt = cpu_runtime_opening(IoConfig::default(), OpenMode::Buffered);
     let pf = rt.open_pack(&fx.path).unwrap();
     let last = pf.pack().find("blob6").unwrap();
-    let first_block = pf.pack().blocks()[pf.pack().asset(last).blocks.start as usize];
-    let cut = first_block.offset + (whole.len() as u64 - first_block.offset) / 2;
     let q = rt.create_queue(QueueConfig::default());
     let read_blob6 = || {
         let m = HostMemory::new(fx.blobs[6].1.len());
-        q.enqueue(Request::new(
-            Source::Blob {
-                pack: pf.clone(),
-                asset: last,
-                range: None,
-            },
-            Destination::Memory {
-                memory: m.clone(),
-                offset: 0,
-            },
-        ))
-        .unwrap();
+        enqueue_blob(&q, &pf, last, m.clone());
         assert!(submit_and_wait(&q, Duration::from_secs(60)));
         m
     };
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&fx.path)
-        .unwrap()
-        .set_len(cut)
-        .unwrap();
+    cut_inside_blob6(&fx.path, &pf, whole.len() as u64);
     read_blob6();
     assert_eq!(q.error_record().failure_count, 1, "the cut fails blob6");
     std::fs::write(&fx.path, &whole).unwrap();
