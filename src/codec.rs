@@ -78,6 +78,67 @@ fn lz4_decompress_into(
     lz4_flex::block::decompress_into(src, dst)
 }
 
+/// The strongest LZ4 level: liblz4's optimal parse at its maximum.
+pub const LZ4_MAX_LEVEL: i32 = 12;
+
+/// LZ4 HC of `src` into `dst` (at least the LZ4 bound of `src`), through
+/// liblz4. `level` is clamped to 1..=[`LZ4_MAX_LEVEL`].
+#[cfg(feature = "lz4-hc")]
+fn lz4_hc_compress_into(src: &[u8], level: i32, dst: &mut [u8]) -> Result<usize, CodecError> {
+    use lz4::block::{compress_to_buffer, CompressionMode};
+    let mode = CompressionMode::HIGHCOMPRESSION(level.clamp(1, LZ4_MAX_LEVEL));
+    compress_to_buffer(src, Some(mode), false, dst).map_err(|e| CodecError::Malformed {
+        codec: Codec::Lz4,
+        reason: format!("LZ4 HC level {level}: {e}"),
+    })
+}
+
+/// Without the `lz4-hc` feature there is no HC compressor: say so rather
+/// than silently compressing at another level.
+#[cfg(not(feature = "lz4-hc"))]
+fn lz4_hc_compress_into(_src: &[u8], level: i32, _dst: &mut [u8]) -> Result<usize, CodecError> {
+    Err(CodecError::Malformed {
+        codec: Codec::Lz4,
+        reason: format!("LZ4 level {level} is LZ4 HC, which needs the crate's `lz4-hc` feature"),
+    })
+}
+
+/// The number of sequences (token, literals, and a match unless it is the
+/// last) in an LZ4 block, or `None` where the stream is malformed. A GPU
+/// decoder parses sequences one after another, so this is the serial work
+/// a block costs it; `info` and the decoder bench report it.
+pub fn lz4_sequence_count(src: &[u8]) -> Option<u32> {
+    // A length continues while its bytes are 255.
+    fn length(src: &[u8], at: &mut usize, base: usize) -> Option<usize> {
+        let mut n = base;
+        if base == 15 {
+            loop {
+                let b = *src.get(*at)?;
+                *at += 1;
+                n += b as usize;
+                if b != 255 {
+                    break;
+                }
+            }
+        }
+        Some(n)
+    }
+    let (mut at, mut count) = (0usize, 0u32);
+    while at < src.len() {
+        let token = src[at];
+        at += 1;
+        count += 1;
+        at += length(src, &mut at, (token >> 4) as usize)?;
+        if at == src.len() {
+            return Some(count);
+        }
+        // Two offset bytes, then the match length's extension bytes.
+        at = at.checked_add(2).filter(|&a| a <= src.len())?;
+        length(src, &mut at, (token & 15) as usize)?;
+    }
+    (at == src.len()).then_some(count)
+}
+
 impl std::fmt::Display for Codec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
@@ -137,7 +198,11 @@ impl Codec {
     }
 
     /// Compresses one block, appending the stored bytes to `out`. `level`
-    /// applies to zstd (1..=22; 0 means its default) and is ignored otherwise.
+    /// applies to zstd (1..=22; 0 means its default) and to LZ4: 0 is
+    /// `lz4_flex`'s fast compressor, 1..=12 liblz4's HC levels (10..=12
+    /// its optimal parse), which need the `lz4-hc` feature (on with
+    /// `tools`). Every LZ4 level writes the same block format, read by the
+    /// same decoders. Ignored for `none`.
     pub fn compress_into(
         self,
         src: &[u8],
@@ -154,6 +219,11 @@ impl Codec {
         let start = out.len();
         match self {
             Codec::None => out.extend_from_slice(src),
+            Codec::Lz4 if level > 0 => {
+                out.resize(start + self.max_stored_size(src.len()), 0);
+                let n = lz4_hc_compress_into(src, level, &mut out[start..])?;
+                out.truncate(start + n);
+            }
             Codec::Lz4 => {
                 out.resize(start + self.max_stored_size(src.len()), 0);
                 let n = lz4_flex::block::compress_into(src, &mut out[start..]).map_err(|e| {
@@ -241,6 +311,19 @@ impl Codec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sequence_count_follows_the_stream() {
+        // Literals only: one sequence.
+        assert_eq!(lz4_sequence_count(&[0x30, 1, 2, 3]), Some(1));
+        // A literal, a match of 4 at offset 1, then the last literals.
+        assert_eq!(lz4_sequence_count(&[0x10, 7, 1, 0, 0x10, 9]), Some(2));
+        // Cut inside an offset.
+        assert_eq!(lz4_sequence_count(&[0x10, 7, 1]), None);
+        let data: Vec<u8> = (0..60_000u32).map(|i| (i / 7 % 13) as u8).collect();
+        let packed = lz4_flex::block::compress(&data);
+        assert!(lz4_sequence_count(&packed).unwrap() > 1);
+    }
 
     fn sample(len: usize) -> Vec<u8> {
         // Compressible but not trivial: a repeating phrase with a counter.

@@ -3,8 +3,8 @@
 
 use gpustream::pack::format::{self, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
 use gpustream::pack::{
-    full_mip_count, AssetKind, BlockId, Pack, PackError, PackWriter, TextureFormat, WriterOptions,
-    TILE_BYTES,
+    full_mip_count, AssetKind, BlockId, BlockTransform, Pack, PackError, PackWriter, TextureFormat,
+    WriterOptions, TILE_BYTES,
 };
 use gpustream::{Codec, CodecError};
 use rand::{Rng, SeedableRng};
@@ -43,7 +43,7 @@ fn opts(codec: Codec) -> WriterOptions {
         codec,
         level: 3,
         threads: 2,
-        lz4_sub_block: 0,
+        ..Default::default()
     }
 }
 
@@ -689,5 +689,303 @@ fn bad_sub_block_tables_are_refused() {
         &[(0, 10_000), (stored.len() as u32, 10_000)],
         Codec::Lz4,
         "stores 0 bytes",
+    );
+}
+
+/// BC-like texel data: endpoints that drift slowly from block to block,
+/// indices close to noise; `element` bytes per block, the first half
+/// endpoints.
+fn bc_like(len: usize, element: usize, seed: u64) -> Vec<u8> {
+    let noise = sample(len, seed);
+    (0..len)
+        .map(|i| match i % element {
+            k if k < element / 2 => ((i / element / 50) as u8).wrapping_add(k as u8 * 29),
+            _ => noise[i].wrapping_mul(151) ^ (i / 7) as u8,
+        })
+        .collect()
+}
+
+fn version_of(path: &Path) -> u32 {
+    let b = std::fs::read(path).unwrap();
+    u32::from_le_bytes(b[8..12].try_into().unwrap())
+}
+
+#[test]
+fn conditioned_textures_round_trip_with_every_codec_and_lz4_level() {
+    let dir = tempfile::tempdir().unwrap();
+    for format in TextureFormat::ALL.into_iter().filter(|f| f.is_compressed()) {
+        for (codec, level) in [
+            (Codec::Lz4, 0),
+            (Codec::Lz4, 9),
+            (Codec::Lz4, 12),
+            (Codec::Zstd, 19),
+        ] {
+            let (w, h) = (1000, 600);
+            let mips: Vec<Vec<u8>> = (0..full_mip_count(w, h))
+                .map(|m| {
+                    let (mw, mh) = gpustream::pack::mip_extent(w, h, m);
+                    let len = format.data_size(mw, mh) as usize;
+                    bc_like(len, format.bytes_per_block() as usize, m as u64)
+                })
+                .collect();
+            let path = dir.path().join(format!("c-{format}-{codec}-{level}.gspk"));
+            let mut wr = PackWriter::create(
+                &path,
+                WriterOptions {
+                    codec,
+                    level,
+                    condition: true,
+                    ..opts(codec)
+                },
+            )
+            .unwrap();
+            wr.add_texture("t", format, w, h, &mips).unwrap();
+            wr.add_blob("b", &sample(70_000, 5)).unwrap();
+            wr.finish().unwrap();
+            let pack = Pack::open(&path).unwrap();
+            let what = format!("{format} {codec} level {level}");
+            let conditioned: Vec<_> = pack
+                .blocks()
+                .iter()
+                .filter(|b| b.transform != BlockTransform::None)
+                .collect();
+            // zstd finds most of what the split exposes by itself; LZ4
+            // takes the split on most blocks.
+            let want = if codec == Codec::Zstd { 0 } else { 3 };
+            assert!(
+                conditioned.len() >= want,
+                "{what}: {} conditioned",
+                conditioned.len()
+            );
+            assert!(conditioned
+                .iter()
+                .all(|b| b.transform.fits(format) && b.codec == codec));
+            assert!(pack
+                .blocks()
+                .iter()
+                .filter(|b| b.codec != Codec::None)
+                .all(|b| b.level == level as u8));
+            assert_eq!(version_of(&path), format::VERSION, "{what}");
+            let id = pack.find("t").unwrap();
+            assert_eq!(pack.read_texture_mips(id).unwrap(), mips, "{what}");
+            // The same texture without conditioning takes more bytes.
+            let plain_path = dir.path().join("plain.gspk");
+            let mut wr = PackWriter::create(
+                &plain_path,
+                WriterOptions {
+                    codec,
+                    level,
+                    ..opts(codec)
+                },
+            )
+            .unwrap();
+            wr.add_texture("t", format, w, h, &mips).unwrap();
+            wr.add_blob("b", &sample(70_000, 5)).unwrap();
+            let plain = wr.finish().unwrap();
+            let summary_len = std::fs::metadata(&path).unwrap().len();
+            if !conditioned.is_empty() {
+                assert!(
+                    summary_len < plain.file_len,
+                    "{what}: {summary_len} >= {}",
+                    plain.file_len
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn packs_without_transforms_or_levels_are_still_version_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.gspk");
+    let mut wr = PackWriter::create(&path, WriterOptions::default()).unwrap();
+    wr.add_texture(
+        "t",
+        TextureFormat::Bc1,
+        8,
+        8,
+        &mip_chain(TextureFormat::Bc1, 8, 8, 4, 2),
+    )
+    .unwrap();
+    wr.finish().unwrap();
+    assert_eq!(version_of(&path), format::VERSION_1);
+    assert!(Pack::open(&path)
+        .unwrap()
+        .blocks()
+        .iter()
+        .all(|b| b.transform == BlockTransform::None && b.level == 0));
+}
+
+/// A one-block BC1 texture (8x8, one mip... packed), hand-made so the
+/// block entry's bytes 14 and 15 can be anything, at `version`.
+fn texture_file(version: u32, codec: Codec, transform: u8, level: u8, kind_blob: bool) -> Vec<u8> {
+    let data = bc_like(32, 8, 1); // 8x8 BC1: 4 blocks of 8 bytes
+    let mut mid = vec![0u8; 32];
+    if let Some(t) = BlockTransform::from_id(transform) {
+        t.apply(&data, &mut mid);
+    } else {
+        mid.copy_from_slice(&data);
+    }
+    let stored = codec.compress(&mid, 0).unwrap();
+    let mut toc = Vec::new();
+    toc.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+    toc.extend_from_slice(&32u32.to_le_bytes());
+    toc.extend_from_slice(&crc32c::crc32c(&stored).to_le_bytes());
+    toc.extend_from_slice(&[codec.id(), 0, transform, level]);
+    let mut asset = [0u8; ASSET_ENTRY_LEN];
+    asset[4..8].copy_from_slice(&1u32.to_le_bytes()); // name "t" at 0
+    if !kind_blob {
+        asset[8] = 1; // texture
+        asset[9] = TextureFormat::Bc1.id();
+        asset[10] = 1; // one mip
+        asset[12..16].copy_from_slice(&8u32.to_le_bytes());
+        asset[16..20].copy_from_slice(&8u32.to_le_bytes());
+    }
+    asset[20..28].copy_from_slice(&32u64.to_le_bytes());
+    asset[32..36].copy_from_slice(&1u32.to_le_bytes());
+    toc.extend_from_slice(&asset);
+    toc.extend_from_slice(b"t");
+    let mut file = one_block_file(&stored, &toc);
+    let header = format::encode_header_version(
+        version,
+        4096,
+        stored.len() as u64,
+        4096 + stored.len() as u64,
+        toc.len() as u64,
+        1,
+        1,
+        crc32c::crc32c(&toc),
+    );
+    file[..HEADER_LEN].copy_from_slice(&header);
+    file
+}
+
+#[test]
+fn transform_and_level_bytes_are_checked_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = |bytes: Vec<u8>| {
+        let path = dir.path().join("t.gspk");
+        std::fs::write(&path, bytes).unwrap();
+        Pack::open(&path)
+    };
+    // Consistent: version 2 with a BC1 split at LZ4 HC level 9 decodes to
+    // the texture's own bytes.
+    let pack = open(texture_file(2, Codec::Lz4, 1, 9, false)).unwrap();
+    assert_eq!(pack.blocks()[0].transform, BlockTransform::Bc1Split);
+    assert_eq!(pack.blocks()[0].level, 9);
+    let id = pack.find("t").unwrap();
+    assert_eq!(pack.read_texture_mips(id).unwrap(), vec![bc_like(32, 8, 1)]);
+    let corrupt_at = |r: Result<Pack, PackError>, offset: u64, words: &str| match r {
+        Err(PackError::Corrupt {
+            offset: o, reason, ..
+        }) => {
+            assert_eq!(o, offset, "{reason}");
+            assert!(reason.contains(words), "{reason}");
+        }
+        other => panic!("expected Corrupt at {offset}, got {other:?}"),
+    };
+    let toc_at = |f: &[u8]| u64::from_le_bytes(f[32..40].try_into().unwrap());
+    // Version 1 keeps bytes 14 and 15 reserved.
+    let f = texture_file(1, Codec::Lz4, 1, 0, false);
+    let at = toc_at(&f) + 14;
+    corrupt_at(open(f), at, "reserved");
+    let f = texture_file(1, Codec::Lz4, 0, 9, false);
+    let at = toc_at(&f) + 15;
+    corrupt_at(open(f), at, "reserved");
+    // An id this version does not know.
+    let f = texture_file(2, Codec::Lz4, 6, 0, false);
+    let at = toc_at(&f) + 14;
+    corrupt_at(open(f), at, "unknown transform id 6");
+    // A stored block with a transform.
+    let f = texture_file(2, Codec::None, 1, 0, false);
+    let at = toc_at(&f) + 14;
+    corrupt_at(open(f), at, "stored (none) block");
+    // A transform whose element is not the format's block (BC3's 16 bytes
+    // on BC1's 8).
+    let f = texture_file(2, Codec::Lz4, 2, 0, false);
+    let at = toc_at(&f) + 14;
+    corrupt_at(open(f), at, "does not fit bc1");
+    // A blob block with a transform.
+    let f = texture_file(2, Codec::Lz4, 1, 0, true);
+    let at = toc_at(&f) + 14;
+    corrupt_at(open(f), at, "blob block");
+    // Version 3 is not one this reader knows.
+    match open(texture_file(3, Codec::Lz4, 1, 0, false)) {
+        Err(PackError::UnsupportedVersion { version: 3, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Replaces block 0's stored bytes in a pack file with `stored` (same
+/// length) and makes every checksum agree again, so that only a decoder
+/// can notice.
+fn replace_block_0(file: &mut [u8], stored: &[u8]) {
+    let data_at = u64::from_le_bytes(file[16..24].try_into().unwrap()) as usize;
+    let toc_at = u64::from_le_bytes(file[32..40].try_into().unwrap()) as usize;
+    file[data_at..data_at + stored.len()].copy_from_slice(stored);
+    file[toc_at + 8..toc_at + 12].copy_from_slice(&crc32c::crc32c(stored).to_le_bytes());
+    let toc_crc = crc32c::crc32c(&file[toc_at..]);
+    file[56..60].copy_from_slice(&toc_crc.to_le_bytes());
+    let header_crc = crc32c::crc32c(&file[..60]);
+    file[60..64].copy_from_slice(&header_crc.to_le_bytes());
+}
+
+#[test]
+fn damaged_conditioned_blocks_fail_their_decode_and_never_write_outside_it() {
+    // 2,000 conditioned LZ4 blocks with one flipped bit each, checksums
+    // made to agree: each decode either fails with a typed error naming
+    // the block or fills exactly the block's buffer; the guard bytes
+    // around it never change.
+    let format = TextureFormat::Bc3;
+    let data = bc_like(16 * 1024, 16, 9);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.gspk");
+    let mut wr = PackWriter::create(
+        &path,
+        WriterOptions {
+            condition: true,
+            level: 9,
+            ..opts(Codec::Lz4)
+        },
+    )
+    .unwrap();
+    wr.add_texture("t", format, 128, 128, &[data.clone()])
+        .unwrap();
+    wr.finish().unwrap();
+    let file = std::fs::read(&path).unwrap();
+    let pack = Pack::open(&path).unwrap();
+    let b = pack.blocks()[0];
+    assert_eq!(b.transform, BlockTransform::Bc3Split);
+    let good = file[b.offset as usize..(b.offset + b.stored_size as u64) as usize].to_vec();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+    let (mut failed, mut decoded) = (0, 0);
+    for _ in 0..2000 {
+        let mut bad = good.clone();
+        let at = rng.gen_range(0..bad.len());
+        bad[at] ^= 1 << rng.gen_range(0..8);
+        let mut damaged = file.clone();
+        replace_block_0(&mut damaged, &bad);
+        std::fs::write(&path, &damaged).unwrap();
+        let pack = Pack::open(&path).unwrap();
+        let mut guarded = vec![0xA5u8; data.len() + 64];
+        let r = pack.check_block(BlockId(0), &bad, &mut guarded[32..32 + data.len()]);
+        assert!(guarded[..32]
+            .iter()
+            .chain(&guarded[32 + data.len()..])
+            .all(|&g| g == 0xA5));
+        match r {
+            Ok(()) => decoded += 1,
+            Err(PackError::BlockDecode { block: 0, at, .. }) => {
+                assert!(at.contains("asset 't'"), "{at}");
+                failed += 1
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    // Most flips break the stream; flips inside literals decode to other
+    // bytes, which only the checksum (made to agree here) would catch.
+    assert!(
+        failed > 100 && decoded > 100,
+        "failed {failed}, decoded {decoded}"
     );
 }

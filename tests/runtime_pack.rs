@@ -736,11 +736,30 @@ fn assert_injected_eio(error: &RequestError, pack: &Path, seed: u64, i: usize) {
 type Textures = Vec<(String, TextureFormat, u32, u32, Vec<Vec<u8>>)>;
 
 fn texture_pack(dir: &Path, codec: Codec) -> (std::path::PathBuf, Textures) {
-    texture_pack_with(dir, codec, 0)
+    texture_pack_with(dir, codec, 0, false)
 }
 
-/// [`texture_pack`] with LZ4 cut into sub-blocks of `sub_block` bytes.
-fn texture_pack_with(dir: &Path, codec: Codec, sub_block: u32) -> (std::path::PathBuf, Textures) {
+/// BC-like texel blocks: 8 bytes of endpoints that drift slowly from one
+/// block to the next, 8 bytes of noisy indices. Stored field by field they
+/// compress far better, so the packer conditions them.
+fn bc_like(seed: u64, len: usize) -> Vec<u8> {
+    let noise = content(seed, len);
+    (0..len)
+        .map(|i| match i % 16 {
+            k @ 0..8 => ((i / 16 / 64) as u8).wrapping_add(k as u8 * 31),
+            _ => noise[i].wrapping_mul(167).wrapping_add((i / 3) as u8),
+        })
+        .collect()
+}
+
+/// [`texture_pack`] with LZ4 cut into sub-blocks of `sub_block` bytes, and
+/// with `condition`, BC-like BC7 data packed with BCn conditioning.
+fn texture_pack_with(
+    dir: &Path,
+    codec: Codec,
+    sub_block: u32,
+    condition: bool,
+) -> (std::path::PathBuf, Textures) {
     let path = dir.join("textures.gspk");
     let mut w = PackWriter::create(
         &path,
@@ -749,6 +768,7 @@ fn texture_pack_with(dir: &Path, codec: Codec, sub_block: u32) -> (std::path::Pa
             level: 3,
             threads: 1,
             lz4_sub_block: sub_block,
+            condition,
         },
     )
     .unwrap();
@@ -762,7 +782,10 @@ fn texture_pack_with(dir: &Path, codec: Codec, sub_block: u32) -> (std::path::Pa
         let mut m = 0;
         loop {
             let size = format.data_size(mw, mh) as usize;
-            mips.push(content(1000 + m, size));
+            mips.push(match condition && format.is_compressed() {
+                true => bc_like(1000 + m, size),
+                false => content(1000 + m, size),
+            });
             if mw == 1 && mh == 1 || (format.is_compressed() && mw <= 4 && mh <= 4) {
                 break;
             }
@@ -857,6 +880,7 @@ fn stream_textures(
         staging,
         stored_copy_on_gpu,
         None,
+        false,
     )
 }
 
@@ -868,12 +892,22 @@ fn stream_textures_with(
     staging: u64,
     stored_copy_on_gpu: Option<bool>,
     lz4_decode_path: Option<Lz4DecodePath>,
+    condition: bool,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let (path, textures) = texture_pack_with(dir.path(), codec, sub_block);
+    let (path, textures) = texture_pack_with(dir.path(), codec, sub_block, condition);
     if sub_block > 0 {
         let pack = gpustream::pack::Pack::open(&path).unwrap();
         assert!(pack.blocks().iter().any(|b| b.sub_blocks > 0));
+    }
+    if condition {
+        let pack = gpustream::pack::Pack::open(&path).unwrap();
+        let conditioned = pack
+            .blocks()
+            .iter()
+            .filter(|b| b.transform != gpustream::pack::BlockTransform::None)
+            .count();
+        assert!(conditioned > 4, "{conditioned} conditioned blocks");
     }
     let rt = Runtime::new(
         &ctx.device,
@@ -1056,8 +1090,40 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
         stream_textures(&ctx, Codec::None, true, 2 << 20, on_gpu);
         // LZ4 in 16 KiB sub-blocks: each decoded to its own rows on the
         // GPU, and on CPU threads.
-        stream_textures_with(&ctx, Codec::Lz4, 16 << 10, true, 1 << 20, on_gpu, None);
-        stream_textures_with(&ctx, Codec::Lz4, 16 << 10, false, 4 << 20, on_gpu, None);
+        stream_textures_with(
+            &ctx,
+            Codec::Lz4,
+            16 << 10,
+            true,
+            1 << 20,
+            on_gpu,
+            None,
+            false,
+        );
+        stream_textures_with(
+            &ctx,
+            Codec::Lz4,
+            16 << 10,
+            false,
+            4 << 20,
+            on_gpu,
+            None,
+            false,
+        );
+        // BCn-conditioned blocks, whole and in sub-blocks, on both paths:
+        // every destination sees the texture's own bytes.
+        stream_textures_with(&ctx, Codec::Lz4, 0, true, 1 << 20, on_gpu, None, true);
+        stream_textures_with(
+            &ctx,
+            Codec::Lz4,
+            16 << 10,
+            true,
+            2 << 20,
+            on_gpu,
+            None,
+            true,
+        );
+        stream_textures_with(&ctx, Codec::Zstd, 0, false, 4 << 20, on_gpu, None, true);
     }
 }
 
@@ -1089,7 +1155,16 @@ fn every_gpu_lz4_decoder_streams_through_the_runtime() {
             continue;
         }
         eprintln!("{} on {}", path.name(), ctx.describe());
-        stream_textures_with(&ctx, Codec::Lz4, 0, true, 2 << 20, Some(true), Some(path));
+        stream_textures_with(
+            &ctx,
+            Codec::Lz4,
+            0,
+            true,
+            2 << 20,
+            Some(true),
+            Some(path),
+            false,
+        );
         stream_textures_with(
             &ctx,
             Codec::Lz4,

@@ -26,6 +26,10 @@ struct Totals {
     uncompressed: u64,
     stored: u64,
     ratio: f64,
+    /// Median LZ4 sequences per LZ4 stream (a block, or each of its
+    /// sub-blocks): the serial parse a GPU decoder pays per block.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lz4_sequences_median: Option<u32>,
 }
 
 impl Totals {
@@ -71,6 +75,13 @@ struct AssetInfo {
     stored: u64,
     ratio: f64,
     codecs: Vec<Codec>,
+    /// The codec levels its compressed blocks were packed at (0: the
+    /// codec's default, or not recorded).
+    levels: Vec<u8>,
+    /// Blocks per BCn conditioning transform (`none` included).
+    transforms: std::collections::BTreeMap<&'static str, u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lz4_sequences_median: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -84,19 +95,69 @@ struct Report {
     /// Textures by the kind of file they came from ("unrecorded" for packs
     /// that predate the field).
     by_source: std::collections::BTreeMap<&'static str, Totals>,
+    /// Compressed blocks by codec and level (`lz4-0` is the fast compressor).
+    by_level: std::collections::BTreeMap<String, Totals>,
+    /// Texture blocks by BCn conditioning transform.
+    by_transform: std::collections::BTreeMap<&'static str, Totals>,
     total: Totals,
+}
+
+/// Sequence counts gathered per group, reduced to medians at the end.
+#[derive(Default)]
+struct Sequences(std::collections::HashMap<String, Vec<u32>>);
+
+impl Sequences {
+    fn median_of(&mut self, key: &str) -> Option<u32> {
+        let v = self.0.get_mut(key).filter(|v| !v.is_empty())?;
+        v.sort_unstable();
+        Some(v[v.len() / 2])
+    }
+}
+
+/// The LZ4 sequence count of each stream of block `i` (empty for other
+/// codecs, or where the bytes cannot be read).
+fn block_sequences(pack: &Pack, file: Option<&std::fs::File>, i: u32) -> Vec<u32> {
+    use std::os::unix::fs::FileExt;
+    let b = pack.blocks()[i as usize];
+    let Some(file) = file.filter(|_| b.codec == Codec::Lz4) else {
+        return Vec::new();
+    };
+    let mut stored = vec![0u8; b.stored_size as usize];
+    if file.read_exact_at(&mut stored, b.offset).is_err() {
+        return Vec::new();
+    }
+    let id = gpustream::pack::BlockId(i);
+    let streams: Vec<&[u8]> = match pack.sub_blocks(id) {
+        [] => vec![&stored[..]],
+        subs => subs
+            .iter()
+            .filter_map(|s| {
+                stored.get(s.stored_offset as usize..(s.stored_offset + s.stored_len) as usize)
+            })
+            .collect(),
+    };
+    streams
+        .into_iter()
+        .filter_map(gpustream::codec::lz4_sequence_count)
+        .collect()
 }
 
 fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
     let mut by_codec = std::collections::BTreeMap::new();
     let mut by_kind = std::collections::BTreeMap::new();
     let mut by_source = std::collections::BTreeMap::new();
+    let mut by_level = std::collections::BTreeMap::new();
+    let mut by_transform = std::collections::BTreeMap::new();
+    let mut seqs = Sequences::default();
+    let file = pack.open_file().ok();
     let mut total = Totals::default();
     let mut assets = Vec::new();
     for (i, a) in pack.assets().iter().enumerate() {
         let id = gpustream::pack::AssetId(i as u32);
         let mut t = Totals::default();
         let mut codecs = Vec::new();
+        let mut levels = Vec::new();
+        let mut transforms = std::collections::BTreeMap::new();
         let kind_name = match a.texture {
             Some(t) => t.format.name(),
             None => "blob",
@@ -107,7 +168,37 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
             (Some(_), None) => Some("unrecorded"),
             (None, _) => None,
         };
-        for b in &pack.blocks()[a.blocks.start as usize..a.blocks.end as usize] {
+        for i in a.blocks.clone() {
+            let b = &pack.blocks()[i as usize];
+            let counts = block_sequences(pack, file.as_ref(), i);
+            let level_key = format!("{}-{}", b.codec.name(), b.level);
+            let transform = b.transform.name();
+            for key in [
+                format!("asset {}", a.blocks.start),
+                format!("codec {}", b.codec.name()),
+                format!("kind {kind_name}"),
+                format!("level {level_key}"),
+                format!("transform {transform}"),
+                "total".to_owned(),
+            ] {
+                seqs.0.entry(key).or_default().extend(&counts);
+            }
+            if b.codec != Codec::None {
+                by_level
+                    .entry(level_key)
+                    .or_insert_with(Totals::default)
+                    .add(b);
+                if !levels.contains(&b.level) {
+                    levels.push(b.level);
+                }
+            }
+            if a.texture.is_some() {
+                by_transform
+                    .entry(transform)
+                    .or_insert_with(Totals::default)
+                    .add(b);
+                *transforms.entry(transform).or_insert(0) += 1;
+            }
             t.add(b);
             by_codec
                 .entry(b.codec.name())
@@ -152,8 +243,24 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
             stored: t.stored,
             ratio: t.ratio,
             codecs,
+            levels,
+            transforms,
+            lz4_sequences_median: seqs.median_of(&format!("asset {}", a.blocks.start)),
         });
     }
+    for (name, t) in by_codec.iter_mut() {
+        t.lz4_sequences_median = seqs.median_of(&format!("codec {name}"));
+    }
+    for (name, t) in by_kind.iter_mut() {
+        t.lz4_sequences_median = seqs.median_of(&format!("kind {name}"));
+    }
+    for (name, t) in by_level.iter_mut() {
+        t.lz4_sequences_median = seqs.median_of(&format!("level {name}"));
+    }
+    for (name, t) in by_transform.iter_mut() {
+        t.lz4_sequences_median = seqs.median_of(&format!("transform {name}"));
+    }
+    total.lz4_sequences_median = seqs.median_of("total");
     Ok(Report {
         path: pack.path().display().to_string(),
         file_len: pack.file_len(),
@@ -162,6 +269,8 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
         by_codec,
         by_kind,
         by_source,
+        by_level,
+        by_transform,
         total,
     })
 }
@@ -233,7 +342,17 @@ pub fn run(args: Args) -> CliResult {
             (Some(f), Some(w), Some(h), Some(m)) => format!("{f} {w}x{h} m{m}"),
             _ => String::new(),
         };
-        let codecs: Vec<&str> = a.codecs.iter().map(|c| c.name()).collect();
+        let codecs: Vec<String> = a
+            .codecs
+            .iter()
+            .map(|c| match c {
+                Codec::None => c.name().to_owned(),
+                _ => {
+                    let levels: Vec<String> = a.levels.iter().map(|l| l.to_string()).collect();
+                    format!("{c} level {}", levels.join("/"))
+                }
+            })
+            .collect();
         outln!(
             o,
             "{:<36} {:<9} {:<20} {:>7} {:>12} {:>12} {:>6.2}  {}",
@@ -246,6 +365,26 @@ pub fn run(args: Args) -> CliResult {
             a.ratio,
             codecs.join(",")
         );
+        let conditioned: Vec<String> = a
+            .transforms
+            .iter()
+            .filter(|(t, _)| **t != "none")
+            .map(|(t, n)| format!("{t} on {n} of {} blocks", a.blocks))
+            .collect();
+        if !conditioned.is_empty() || a.lz4_sequences_median.is_some() {
+            outln!(
+                o,
+                "{:<36}   conditioning: {}; LZ4 sequences per block (median): {}",
+                "",
+                if conditioned.is_empty() {
+                    "none".to_owned()
+                } else {
+                    conditioned.join(", ")
+                },
+                a.lz4_sequences_median
+                    .map_or("-".to_owned(), |n| n.to_string())
+            );
+        }
         if let (Some(src), Some(ms)) = (a.source, a.transcode_ms) {
             outln!(o, "{:<36}   from {src}, {ms:.1} ms to convert", "");
         }
@@ -267,22 +406,25 @@ pub fn run(args: Args) -> CliResult {
     outln!(o);
     outln!(
         o,
-        "{:<16} {:>8} {:>14} {:>14} {:>7}",
+        "{:<16} {:>8} {:>14} {:>14} {:>7} {:>9}",
         "by codec",
         "blocks",
         "uncompressed",
         "stored",
-        "ratio"
+        "ratio",
+        "seq/block"
     );
     let row = |o: &mut String, name: &str, t: &Totals| {
         outln!(
             o,
-            "{:<16} {:>8} {:>14} {:>14} {:>6.2}:1",
+            "{:<16} {:>8} {:>14} {:>14} {:>6.2}:1 {:>9}",
             name,
             t.blocks,
             mib(t.uncompressed),
             mib(t.stored),
-            t.ratio
+            t.ratio,
+            t.lz4_sequences_median
+                .map_or(String::new(), |n| n.to_string())
         )
     };
     for (name, t) in &r.by_codec {
@@ -295,6 +437,16 @@ pub fn run(args: Args) -> CliResult {
     if !r.by_source.is_empty() {
         outln!(o, "textures by source");
         for (name, t) in &r.by_source {
+            row(&mut o, name, t);
+        }
+    }
+    outln!(o, "compressed blocks by codec and level");
+    for (name, t) in &r.by_level {
+        row(&mut o, name, t);
+    }
+    if !r.by_transform.is_empty() {
+        outln!(o, "texture blocks by conditioning");
+        for (name, t) in &r.by_transform {
             row(&mut o, name, t);
         }
     }

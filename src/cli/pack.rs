@@ -7,6 +7,11 @@ use gpustream::pack::{PackWriter, TextureFormat, WriterOptions};
 use gpustream::Codec;
 use std::path::{Path, PathBuf};
 
+/// The LZ4 level `pack` uses unless told: HC level 9, where the ratio
+/// on real BC1/BC3 textures is within 1% of the strongest level at a
+/// fraction of its packing time (docs/results.md).
+pub const LZ4_DEFAULT_LEVEL: i32 = 9;
+
 /// Arguments of `gpustream pack`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,9 +27,21 @@ pub struct Args {
     /// The codec tried for every block (blocks that save under 1/16 are stored raw).
     #[arg(long, default_value = "lz4")]
     codec: Codec,
-    /// zstd level (1..=22, 0 = zstd's default).
-    #[arg(long, default_value_t = 0)]
-    level: i32,
+    /// The codec's level. lz4: 0 is the fast compressor, 1..=12 LZ4 HC
+    /// (10..=12 its optimal parse), all read by the same decoders; the
+    /// default is HC level 9, the best trade measured (docs/results.md).
+    /// zstd: 1..=22, default 0 (zstd's own default, 3).
+    #[arg(long)]
+    level: Option<i32>,
+    /// Try BCn conditioning: every compressed BC1, BC3, BC4, BC5 and BC7
+    /// block is also compressed with its BC blocks stored field by field
+    /// (endpoints, then indices), and that order is kept where it makes
+    /// the block smaller; decoding restores the original bytes
+    /// (docs/pack-format.md). Off by default: the runtime undoes it on
+    /// its CPU decode threads, so conditioned blocks bound for a GPU do
+    /// not use the GPU decoder yet.
+    #[arg(long)]
+    condition: bool,
     /// With lz4: cut every block into independent LZ4 sub-blocks of about
     /// this many KiB (16 is the size measured), on whole tile rows, for
     /// four times the blocks a GPU decodes side by side. 0: one LZ4 block
@@ -107,7 +124,24 @@ pub fn run(args: Args) -> CliResult {
         )
         .into());
     }
+    if let Some(level) = args.level {
+        let range = match args.codec {
+            Codec::Lz4 => 0..=gpustream::codec::LZ4_MAX_LEVEL,
+            Codec::Zstd => 0..=22,
+            Codec::None => 0..=0,
+        };
+        if !range.contains(&level) {
+            return Err(format!(
+                "--level {level} is outside {}..={} for {}",
+                range.start(),
+                range.end(),
+                args.codec
+            )
+            .into());
+        }
+    }
     let files = collect(&args.inputs)?;
+    let started = std::time::Instant::now();
     let opts = ImageOptions {
         format: args.texture_format,
         srgb: args.srgb,
@@ -116,8 +150,12 @@ pub fn run(args: Args) -> CliResult {
         &args.output,
         WriterOptions {
             codec: args.codec,
-            level: args.level,
+            level: args.level.unwrap_or(match args.codec {
+                Codec::Lz4 => LZ4_DEFAULT_LEVEL,
+                _ => 0,
+            }),
             lz4_sub_block: args.sub_block_kib << 10,
+            condition: args.condition,
             ..WriterOptions::default()
         },
     )?;
@@ -137,13 +175,14 @@ pub fn run(args: Args) -> CliResult {
     let s = writer.finish()?;
     bar.finish_and_clear();
     println!(
-        "{}: {} assets, {} blocks, {} -> {} bytes ({:.2}:1)",
+        "{}: {} assets, {} blocks, {} -> {} bytes ({:.2}:1) in {:.2} s",
         args.output.display(),
         s.assets,
         s.blocks,
         s.uncompressed,
         s.stored,
-        s.uncompressed as f64 / s.stored.max(1) as f64
+        s.uncompressed as f64 / s.stored.max(1) as f64,
+        started.elapsed().as_secs_f64()
     );
     Ok(())
 }

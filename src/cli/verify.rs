@@ -136,6 +136,17 @@ fn verify_gpu(
                     all.extend_from_slice(r.as_ref().map_err(|st| *st)?);
                     Ok(all)
                 });
+            // The GPU decoder writes a conditioned block in its
+            // conditioned order; the transform is undone here, as the
+            // runtime's decode threads undo it, before comparing.
+            let got = got.map(|out| match b.transform {
+                gpustream::pack::BlockTransform::None => out,
+                t => {
+                    let mut plain = vec![0u8; out.len()];
+                    t.undo(&out, &mut plain);
+                    plain
+                }
+            });
             match got {
                 Ok(out) if out == *want => {}
                 Ok(out) => {

@@ -31,7 +31,7 @@ pub enum PackError {
         path: PathBuf,
     },
     /// The pack's format version is not one this reader knows.
-    #[error("{}: unsupported pack version {version} (this reader knows 1)", path.display())]
+    #[error("{}: unsupported pack version {version} (this reader knows 1 and 2)", path.display())]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,

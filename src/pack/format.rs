@@ -5,8 +5,16 @@
 /// transfers the way PNG's signature does.
 pub const MAGIC: [u8; 8] = *b"GSPK\r\n\x1a\n";
 
-/// The format version this crate writes and reads.
-pub const VERSION: u32 = 1;
+/// The newest format version this crate writes and reads: 2 records a BCn
+/// conditioning transform and the codec level per block (bytes 14 and 15
+/// of the block entry). The writer writes [`VERSION_1`] for a pack where
+/// both are zero everywhere, so such a pack stays readable by readers that
+/// know only version 1.
+pub const VERSION: u32 = 2;
+
+/// The first format version; still read, and written for packs whose blocks
+/// carry no transform.
+pub const VERSION_1: u32 = 1;
 
 /// Bytes of the fixed header at offset 0.
 pub const HEADER_LEN: usize = 64;
@@ -36,6 +44,13 @@ pub mod block {
     /// lengths follow the asset entries (`sub_blocks::SUB_ENTRY_LEN` bytes
     /// each). Reserved and zero in packs written before 2026-12-01.
     pub const SUB_BLOCKS: usize = 13;
+    /// `u8` BCn conditioning transform id (`BlockTransform::id`; 0 = none).
+    /// Version 2 only; reserved and zero in version 1.
+    pub const TRANSFORM: usize = 14;
+    /// `u8` the codec level the packer used (0 = the codec's default: LZ4's
+    /// fast compressor, zstd's default level). Informational: decoding does
+    /// not depend on it. Version 2 only; reserved and zero in version 1.
+    pub const LEVEL: usize = 15;
 }
 
 /// Asset entry field offsets that more than one module names.
@@ -123,9 +138,9 @@ impl Header {
     }
 }
 
-/// Encodes a v1 header with the given fields (magic, version and both
-/// checksums filled in). The writer uses it; tests use it to build packs by
-/// hand.
+/// Encodes a version 1 header with the given fields (magic, version and
+/// both checksums filled in). Tests use it to build packs by hand;
+/// [`encode_header_version`] writes either version.
 pub fn encode_header(
     data_offset: u64,
     data_len: u64,
@@ -135,8 +150,33 @@ pub fn encode_header(
     block_count: u32,
     toc_crc: u32,
 ) -> [u8; HEADER_LEN] {
+    encode_header_version(
+        VERSION_1,
+        data_offset,
+        data_len,
+        toc_offset,
+        toc_len,
+        asset_count,
+        block_count,
+        toc_crc,
+    )
+}
+
+/// Encodes a header of `version` with the given fields (magic and both
+/// checksums filled in). The writer uses it.
+#[allow(clippy::too_many_arguments)]
+pub fn encode_header_version(
+    version: u32,
+    data_offset: u64,
+    data_len: u64,
+    toc_offset: u64,
+    toc_len: u64,
+    asset_count: u32,
+    block_count: u32,
+    toc_crc: u32,
+) -> [u8; HEADER_LEN] {
     Header {
-        version: VERSION,
+        version,
         flags: 0,
         data_offset,
         data_len,

@@ -12,6 +12,7 @@ use serde::Serialize;
 use std::ops::Range;
 
 #[cfg(feature = "tools")]
+pub mod condition;
 pub mod demo;
 mod error;
 pub mod format;
@@ -34,6 +35,7 @@ mod basis_etc1s;
 pub mod dds;
 mod source;
 
+pub use condition::BlockTransform;
 pub use error::PackError;
 pub use reader::Pack;
 pub use source::{TextureSource, TextureSourceKind};
@@ -70,6 +72,12 @@ pub struct Block {
     /// 0 for one stream of its codec; `n >= 2` for an LZ4 block stored as
     /// `n` independent sub-blocks ([`Pack::sub_blocks`] says where).
     pub sub_blocks: u8,
+    /// How the decoded bytes are ordered: [`BlockTransform::None`], or a
+    /// BCn conditioning that decoding undoes ([`condition`]).
+    pub transform: BlockTransform,
+    /// The codec level the packer used (0: the codec's default, or a
+    /// version 1 pack, which does not record it). Informational.
+    pub level: u8,
 }
 
 impl Block {

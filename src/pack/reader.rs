@@ -5,12 +5,21 @@ use super::format::HEADER_LEN;
 use super::source::TextureSource;
 use super::sub_blocks::{self, SubBlock};
 use super::texture::TextureLayout;
-use super::{Asset, AssetId, AssetKind, Block, BlockId, PackError, PackedMips, TileRegion};
+use super::{
+    Asset, AssetId, AssetKind, Block, BlockId, BlockTransform, PackError, PackedMips, TileRegion,
+};
 use crate::codec::MAX_BLOCK_SIZE;
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+
+thread_local! {
+    /// Where a conditioned block is decoded before its transform is undone
+    /// into the caller's buffer: one block's worth per decoding thread.
+    static CONDITIONED: std::cell::RefCell<Vec<u8>> =
+        std::cell::RefCell::new(vec![0u8; MAX_BLOCK_SIZE]);
+}
 
 mod toc;
 
@@ -314,10 +323,24 @@ impl Pack {
             });
         }
         let subs = self.sub_blocks(id);
-        let decoded = if subs.is_empty() {
-            b.codec.decompress_into(stored, out)
-        } else {
-            sub_blocks::decode_into(stored, subs, out)
+        let decode = |out: &mut [u8]| {
+            if subs.is_empty() {
+                b.codec.decompress_into(stored, out)
+            } else {
+                sub_blocks::decode_into(stored, subs, out)
+            }
+        };
+        let decoded = match b.transform {
+            BlockTransform::None => decode(out),
+            // A conditioned block decodes to the conditioned order first;
+            // the transform then puts every byte back in place. Both steps
+            // only ever touch this block's `out`.
+            t => CONDITIONED.with_borrow_mut(|scratch| {
+                let scratch = &mut scratch[..out.len()];
+                decode(scratch)?;
+                t.undo(scratch, out);
+                Ok(())
+            }),
         };
         decoded.map_err(|source| PackError::BlockDecode {
             at: self.describe_block(id),

@@ -54,13 +54,14 @@ pub(crate) fn cut(size: usize, unit: usize, target: usize) -> Vec<usize> {
 /// (stored, decoded) length.
 pub(crate) type Compressed = (Vec<u8>, Vec<(u32, u32)>);
 
-/// Compresses `src` as independent LZ4 blocks of `lens` decoded bytes.
-pub(crate) fn compress(src: &[u8], lens: &[usize]) -> Result<Compressed, CodecError> {
+/// Compresses `src` as independent LZ4 blocks of `lens` decoded bytes, at
+/// LZ4 `level` ([`Codec::compress_into`]).
+pub(crate) fn compress(src: &[u8], lens: &[usize], level: i32) -> Result<Compressed, CodecError> {
     let mut stored = Vec::new();
     let mut entries = Vec::with_capacity(lens.len());
     let mut at = 0;
     for &len in lens {
-        let part = Codec::Lz4.compress(&src[at..at + len], 0)?;
+        let part = Codec::Lz4.compress(&src[at..at + len], level)?;
         entries.push((part.len() as u32, len as u32));
         stored.extend_from_slice(&part);
         at += len;

@@ -4,7 +4,7 @@
 
 use super::format::{self, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
 use super::texture::{full_mip_count, TextureLayout};
-use super::{AssetId, PackError, TextureFormat, MAX_TEXTURE_DIM, TILE_BYTES};
+use super::{AssetId, BlockTransform, PackError, TextureFormat, MAX_TEXTURE_DIM, TILE_BYTES};
 use crate::codec::Codec;
 use std::collections::HashSet;
 use std::fs::File;
@@ -22,7 +22,9 @@ pub struct WriterOptions {
     /// The codec tried for every block (a block that saves too little is
     /// stored as `none`, see [`STORE_RAW_UNLESS_SAVES_DIVISOR`]).
     pub codec: Codec,
-    /// zstd level (0 = zstd's default); ignored by the other codecs.
+    /// The codec's level: zstd 1..=22 (0 = zstd's default); LZ4 0 for
+    /// `lz4_flex`'s fast compressor, 1..=12 for liblz4's HC (needs the
+    /// `lz4-hc` feature; `Codec::compress_into`). Ignored for `none`.
     pub level: i32,
     /// Threads compressing blocks (1 = the calling thread only). The output
     /// does not depend on it.
@@ -32,6 +34,13 @@ pub struct WriterOptions {
     /// [`super::sub_blocks`]): more blocks for a GPU to decode side by
     /// side. 0 (the default) keeps one LZ4 block per block.
     pub lz4_sub_block: u32,
+    /// Try BCn conditioning ([`super::condition`]) on every compressed
+    /// texture block, keeping a transform only where it makes the stored
+    /// block smaller. A pack with any conditioned block is written as
+    /// format version 2. Off by default in the library, so a pack built
+    /// with default options reads with version 1 readers;
+    /// `gpustream pack` turns it on.
+    pub condition: bool,
 }
 
 impl Default for WriterOptions {
@@ -41,6 +50,7 @@ impl Default for WriterOptions {
             level: 0,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             lz4_sub_block: 0,
+            condition: false,
         }
     }
 }
@@ -62,13 +72,25 @@ pub struct PackSummary {
 
 /// One compressed block (codec, stored bytes, sub-block lengths), or why
 /// it could not be.
-type Encoded = Result<(Codec, Vec<u8>, Vec<(u32, u32)>), PackError>;
+type Encoded = Result<EncodedBlock, PackError>;
+
+/// One block as the writer stores it.
+struct EncodedBlock {
+    codec: Codec,
+    transform: BlockTransform,
+    stored: Vec<u8>,
+    /// (stored, decoded) length of each sub-block; empty for one stream.
+    subs: Vec<(u32, u32)>,
+}
 
 struct BlockEntry {
     stored_size: u32,
     size: u32,
     checksum: u32,
     codec: Codec,
+    transform: BlockTransform,
+    /// The level recorded in the entry (0 for stored blocks).
+    level: u8,
     /// (stored, decoded) length of each sub-block; empty for one stream.
     subs: Vec<(u32, u32)>,
 }
@@ -165,7 +187,7 @@ impl PackWriter {
     pub fn add_blob(&mut self, name: &str, data: &[u8]) -> Result<AssetId, PackError> {
         self.check_name(name)?;
         let chunks: Vec<(&[u8], usize)> = data.chunks(TILE_BYTES).map(|c| (c, 4)).collect();
-        let first = self.write_blocks(name, &chunks)?;
+        let first = self.write_blocks(name, &chunks, None)?;
         Ok(self.push_asset(
             name,
             format::KIND_BLOB,
@@ -254,7 +276,7 @@ impl PackWriter {
         let mut chunks: Vec<(&[u8], usize)> = packed.chunks(TILE_BYTES).map(|c| (c, 4)).collect();
         chunks.extend(tiles.iter().map(|(t, row)| (t.as_slice(), *row)));
         debug_assert_eq!(chunks.len() as u32, layout.block_count);
-        let first = self.write_blocks(name, &chunks)?;
+        let first = self.write_blocks(name, &chunks, Some(format))?;
         Ok(self.push_asset(
             name,
             format::KIND_TEXTURE,
@@ -319,8 +341,15 @@ impl PackWriter {
 
     /// Compresses `chunks` (bytes, and the unit their sub-blocks are cut
     /// on) in parallel when allowed and appends them to the data region in
-    /// order; returns the index of the first.
-    fn write_blocks(&mut self, asset: &str, chunks: &[(&[u8], usize)]) -> Result<u32, PackError> {
+    /// order; returns the index of the first. `texture` is the format of a
+    /// texture's blocks, whose BCn conditioning transforms are tried when
+    /// the options ask for it.
+    fn write_blocks(
+        &mut self,
+        asset: &str,
+        chunks: &[(&[u8], usize)],
+        texture: Option<TextureFormat>,
+    ) -> Result<u32, PackError> {
         let first = self.blocks.len();
         if first + chunks.len() > u32::MAX as usize {
             return Err(PackError::InvalidInput {
@@ -329,9 +358,19 @@ impl PackWriter {
             });
         }
         let opts = self.opts;
+        let transforms: &[BlockTransform] = match texture {
+            Some(f) if opts.condition && opts.codec != Codec::None => BlockTransform::candidates(f),
+            _ => &[],
+        };
         let encode = |i: usize, (src, unit): (&[u8], usize)| -> Encoded {
+            let raw = || EncodedBlock {
+                codec: Codec::None,
+                transform: BlockTransform::None,
+                stored: src.to_vec(),
+                subs: Vec::new(),
+            };
             if opts.codec == Codec::None {
-                return Ok((Codec::None, src.to_vec(), Vec::new()));
+                return Ok(raw());
             }
             let err = |source| PackError::Encode {
                 asset: asset.to_owned(),
@@ -344,18 +383,42 @@ impl PackWriter {
                 }
                 _ => Vec::new(),
             };
-            let (stored, subs) = if lens.len() >= 2 {
-                super::sub_blocks::compress(src, &lens).map_err(err)?
-            } else {
-                (
-                    opts.codec.compress(src, opts.level).map_err(err)?,
-                    Vec::new(),
-                )
+            let compress = |bytes: &[u8]| -> Result<(Vec<u8>, Vec<(u32, u32)>), PackError> {
+                if lens.len() >= 2 {
+                    super::sub_blocks::compress(bytes, &lens, opts.level).map_err(err)
+                } else {
+                    Ok((
+                        opts.codec.compress(bytes, opts.level).map_err(err)?,
+                        Vec::new(),
+                    ))
+                }
             };
-            if stored.len() <= src.len() - src.len() / STORE_RAW_UNLESS_SAVES_DIVISOR {
-                Ok((opts.codec, stored, subs))
+            let (stored, subs) = compress(src)?;
+            let mut best = EncodedBlock {
+                codec: opts.codec,
+                transform: BlockTransform::None,
+                stored,
+                subs,
+            };
+            // Each transform is kept only if it beats everything before
+            // it: a tie keeps the plain block, which costs nothing to read.
+            let mut conditioned = vec![0u8; if transforms.is_empty() { 0 } else { src.len() }];
+            for &t in transforms {
+                t.apply(src, &mut conditioned);
+                let (stored, subs) = compress(&conditioned)?;
+                if stored.len() < best.stored.len() {
+                    best = EncodedBlock {
+                        codec: opts.codec,
+                        transform: t,
+                        stored,
+                        subs,
+                    };
+                }
+            }
+            if best.stored.len() <= src.len() - src.len() / STORE_RAW_UNLESS_SAVES_DIVISOR {
+                Ok(best)
             } else {
-                Ok((Codec::None, src.to_vec(), Vec::new()))
+                Ok(raw())
             }
         };
         // Compress a bounded batch at a time so memory stays small for
@@ -395,7 +458,12 @@ impl PackWriter {
                     .collect()
             };
             for ((src, _), r) in batch.iter().zip(results) {
-                let (codec, stored, subs) = r?;
+                let EncodedBlock {
+                    codec,
+                    transform,
+                    stored,
+                    subs,
+                } = r?;
                 let offset = format::DATA_ALIGN + self.data_len;
                 self.out.write_all(&stored).map_err(|e| {
                     PackError::io("write", &self.path, offset, stored.len() as u64, e)
@@ -405,6 +473,11 @@ impl PackWriter {
                     size: src.len() as u32,
                     checksum: crc32c::crc32c(&stored),
                     codec,
+                    transform,
+                    level: match codec {
+                        Codec::None => 0,
+                        _ => opts.level.clamp(0, u8::MAX as i32) as u8,
+                    },
                     subs,
                 });
                 self.data_len += stored.len() as u64;
@@ -427,6 +500,8 @@ impl PackWriter {
             format::put_u32(&mut e, 8, b.checksum);
             e[12] = b.codec.id();
             e[format::block::SUB_BLOCKS] = b.subs.len() as u8;
+            e[format::block::TRANSFORM] = b.transform.id();
+            e[format::block::LEVEL] = b.level;
             toc.extend_from_slice(&e);
         }
         for a in &self.assets {
@@ -447,8 +522,19 @@ impl PackWriter {
                 e,
             )
         })?;
+        // Version 2 only where a block records something in it: a pack
+        // without transforms or levels stays readable by version 1
+        // readers, byte for byte as before.
+        let v2 = self
+            .blocks
+            .iter()
+            .any(|b| b.transform != BlockTransform::None || b.level != 0);
         let header = Header {
-            version: format::VERSION,
+            version: if v2 {
+                format::VERSION
+            } else {
+                format::VERSION_1
+            },
             flags: 0,
             data_offset: format::DATA_ALIGN,
             data_len: self.data_len,

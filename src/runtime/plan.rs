@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::codec::{Codec, MAX_BLOCK_SIZE};
 use crate::destinations::texture::{self, RegionLayout};
-use crate::pack::{Asset, AssetId, AssetKind, BlockId};
+use crate::pack::{Asset, AssetId, AssetKind, BlockId, BlockTransform};
 
 use super::request::{Destination, Request, Source};
 use super::{BufferProblem, PackFile, RequestError, RuntimeShared, SourceProblem};
@@ -33,6 +33,9 @@ pub(crate) struct BlockSrc {
     /// Independent LZ4 sub-blocks the block is stored as (0: one stream;
     /// `Pack::sub_blocks` says where they lie).
     pub sub_blocks: u8,
+    /// The BCn conditioning the decoded bytes are stored in
+    /// (`Pack::check_block` undoes it).
+    pub transform: BlockTransform,
 }
 
 impl BlockSrc {
@@ -287,7 +290,11 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
     match block.codec {
         Codec::None if rt.stored_on_gpu => Class::Raw,
         Codec::None => Class::Cpu,
-        Codec::Lz4 if rt.gpu_lz4.is_some() => Class::GpuLz4,
+        // A conditioned block is decoded and put back in order by the CPU
+        // decode threads; its bytes then reach the GPU like stored ones.
+        Codec::Lz4 if rt.gpu_lz4.is_some() && block.transform == BlockTransform::None => {
+            Class::GpuLz4
+        }
         _ => Class::Cpu,
     }
 }
@@ -400,6 +407,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     size: b.size,
                     codec: b.codec,
                     sub_blocks: b.sub_blocks,
+                    transform: b.transform,
                 };
                 let whole = lo == 0 && hi == b.size as u64;
                 let class = classify(rt, &block, &place, whole);
@@ -486,6 +494,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 size: b.size,
                 codec: b.codec,
                 sub_blocks: b.sub_blocks,
+                transform: b.transform,
             };
             let class = classify(rt, &block, &place, true);
             parts.push(Part {
@@ -520,6 +529,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                     size: b.size,
                     codec: b.codec,
                     sub_blocks: b.sub_blocks,
+                    transform: b.transform,
                 };
                 blocks.push((stream, block));
                 stream += b.size as u64;
@@ -652,6 +662,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
                 size,
                 codec: *codec,
                 sub_blocks: 0,
+                transform: BlockTransform::None,
             };
             let place = match &req.destination {
                 Destination::Texture {

@@ -280,6 +280,9 @@ fn worker<'a, 'p, 'm>(
     let start = raw.as_ptr().align_offset(align as usize);
     let buf = &mut raw[start..start + span];
     let mut zstd = None;
+    // Conditioned blocks decode here first, then the transform is undone
+    // into the destination, as `Pack::check_block` does.
+    let mut conditioned = vec![0u8; gpustream::MAX_BLOCK_SIZE];
     loop {
         let batch = match next.lock() {
             Ok(mut it) => it.next(),
@@ -304,6 +307,12 @@ fn worker<'a, 'p, 'm>(
             if verify && crc32c::crc32c(stored) != b.checksum {
                 return Err(fail(format!("checksum mismatch at offset {}", b.offset)));
             }
+            let plain = b.transform == gpustream::pack::BlockTransform::None;
+            let dst: &mut [u8] = if plain {
+                &mut *job.dst
+            } else {
+                &mut conditioned[..job.dst.len()]
+            };
             let got = match b.codec {
                 Codec::Lz4 if b.sub_blocks > 0 => {
                     // A block in independent sub-blocks: each decoded into
@@ -311,13 +320,13 @@ fn worker<'a, 'p, 'm>(
                     let mut n = 0;
                     for s in pack.sub_blocks(job.id) {
                         let src = &stored[s.stored_offset as usize..][..s.stored_len as usize];
-                        let dst = &mut job.dst[s.offset as usize..][..s.size as usize];
+                        let dst = &mut dst[s.offset as usize..][..s.size as usize];
                         n += lz4_flex::block::decompress_into(src, dst)
                             .map_err(|e| fail(e.to_string()))?;
                     }
                     n
                 }
-                Codec::Lz4 => lz4_flex::block::decompress_into(stored, job.dst)
+                Codec::Lz4 => lz4_flex::block::decompress_into(stored, dst)
                     .map_err(|e| fail(e.to_string()))?,
                 Codec::Zstd => {
                     if zstd.is_none() {
@@ -327,19 +336,22 @@ fn worker<'a, 'p, 'm>(
                     let z = zstd
                         .as_mut()
                         .ok_or_else(|| fail("no zstd context".into()))?;
-                    z.decompress_to_buffer(stored, job.dst)
+                    z.decompress_to_buffer(stored, dst)
                         .map_err(|e| fail(e.to_string()))?
                 }
                 Codec::None => {
-                    if stored.len() != job.dst.len() {
+                    if stored.len() != dst.len() {
                         return Err(fail("stored size differs from size".into()));
                     }
-                    job.dst.copy_from_slice(stored);
+                    dst.copy_from_slice(stored);
                     stored.len()
                 }
             };
             if got != job.dst.len() {
                 return Err(fail(format!("decoded {got} bytes of {}", job.dst.len())));
+            }
+            if !plain {
+                b.transform.undo(&conditioned[..got], job.dst);
             }
         }
     }

@@ -10,8 +10,8 @@ use super::super::source::{TextureSource, TextureSourceKind};
 use super::super::sub_blocks::{self, SubBlock, MAX_SUB_BLOCKS, SUB_ENTRY_LEN};
 use super::super::texture::{full_mip_count, TextureLayout};
 use super::super::{
-    Asset, AssetId, AssetKind, Block, PackError, TextureFormat, TextureInfo, MAX_TEXTURE_DIM,
-    TILE_BYTES,
+    Asset, AssetId, AssetKind, Block, BlockTransform, PackError, TextureFormat, TextureInfo,
+    MAX_TEXTURE_DIM, TILE_BYTES,
 };
 use super::{corrupt, Pack};
 use crate::codec::{Codec, MAX_BLOCK_SIZE};
@@ -110,7 +110,7 @@ impl Pack {
             return Err(PackError::BadMagic { path });
         }
         let hd = Header::decode(hb);
-        if hd.version != format::VERSION {
+        if hd.version != format::VERSION && hd.version != format::VERSION_1 {
             return Err(PackError::UnsupportedVersion {
                 path,
                 version: hd.version,
@@ -221,12 +221,33 @@ impl Pack {
             let checksum = format::get_u32(e, 8);
             let codec = Codec::from_id(e[12])
                 .map_err(|err| corrupt(p, what(), entry_at + 12, err.to_string()))?;
-            if e[14..16] != [0, 0] {
+            // Bytes 14 and 15 are the transform and the level from
+            // version 2 on; before, they were reserved.
+            if let Some(k) = (format::block::TRANSFORM..BLOCK_ENTRY_LEN)
+                .find(|&k| hd.version == format::VERSION_1 && e[k] != 0)
+            {
                 return Err(corrupt(
                     p,
                     what(),
-                    entry_at + 14,
+                    entry_at + k as u64,
                     "reserved bytes are not zero",
+                ));
+            }
+            let t = e[format::block::TRANSFORM];
+            let transform = BlockTransform::from_id(t).ok_or_else(|| {
+                corrupt(
+                    p,
+                    what(),
+                    entry_at + format::block::TRANSFORM as u64,
+                    format!("unknown transform id {t}"),
+                )
+            })?;
+            if transform != BlockTransform::None && codec == Codec::None {
+                return Err(corrupt(
+                    p,
+                    what(),
+                    entry_at + format::block::TRANSFORM as u64,
+                    format!("a stored (none) block with transform {}", transform.name()),
                 ));
             }
             let subs = e[format::block::SUB_BLOCKS];
@@ -277,6 +298,8 @@ impl Pack {
                 checksum,
                 asset: AssetId(u32::MAX),
                 sub_blocks: subs,
+                transform,
+                level: e[format::block::LEVEL],
             });
             at += stored_size as u64;
         }
@@ -425,6 +448,17 @@ impl Pack {
                         return Err(corrupt(p, what, entry_at + 20, format!("a blob of {size} bytes needs {expected} blocks, the entry has {count}")));
                     }
                     for (k, b) in blocks[first as usize..end as usize].iter().enumerate() {
+                        if b.transform != BlockTransform::None {
+                            return Err(corrupt(
+                                p,
+                                format!("block {} ({what} chunk {k})", first as usize + k),
+                                hd.toc_offset
+                                    + ((first as usize + k) * BLOCK_ENTRY_LEN
+                                        + format::block::TRANSFORM)
+                                        as u64,
+                                format!("a blob block with transform {}", b.transform.name()),
+                            ));
+                        }
                         let want = (size - k as u64 * TILE_BYTES as u64).min(TILE_BYTES as u64);
                         if b.size as u64 != want {
                             return Err(corrupt(
@@ -501,6 +535,19 @@ impl Pack {
                         let want = layout.block_size(rel);
                         let bi = (first + rel) as usize;
                         let b = &blocks[bi];
+                        if !b.transform.fits(fmt) {
+                            return Err(corrupt(
+                                p,
+                                format!("block {bi} ({what})"),
+                                hd.toc_offset
+                                    + (bi * BLOCK_ENTRY_LEN + format::block::TRANSFORM) as u64,
+                                format!(
+                                    "transform {} does not fit {fmt} blocks of {} bytes",
+                                    b.transform.name(),
+                                    fmt.bytes_per_block()
+                                ),
+                            ));
+                        }
                         if b.size != want {
                             return Err(corrupt(
                                 p,

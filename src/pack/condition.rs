@@ -1,0 +1,317 @@
+//! BCn conditioning: a lossless, per-block reordering of a texture block's
+//! bytes, field by field, so that a byte-oriented compressor sees long runs
+//! of like data.
+//!
+//! A BCn texel block mixes fields of very different statistics: BC1's two
+//! 16-bit endpoints are smooth across neighbouring blocks, its 32 bits of
+//! indices are close to noise. Stored as they come, every 8 bytes switch
+//! between the two, and LZ4 finds few long matches. Stored field by field
+//! (all endpoints of the block, then all indices), the endpoints repeat and
+//! the compressor's matches grow. DirectStorage's GACL does the same kind
+//! of shuffle before compression, for the same reason.
+//!
+//! A transform splits every `element`-byte BC block of the decoded block
+//! into the fields listed by [`BlockTransform::fields`]; field `f` of all
+//! `n` elements is stored back to back, fields in order. Bytes past the last
+//! whole element (none in a BCn tile or packed-mip block, whose sizes are
+//! multiples of the format's block bytes) stay where they are.
+//!
+//! ```text
+//! original     | e0 i0 | e1 i1 | e2 i2 | ...          (BC1: 4-byte endpoints e, 4-byte indices i)
+//! conditioned  | e0 e1 e2 ... | i0 i1 i2 ... | tail |
+//! ```
+//!
+//! The transform is undone wherever a block is decoded: in
+//! [`crate::pack::Pack::check_block`] (the CPU decode path, `verify`,
+//! `unpack`) and, for GPU destinations, by the runtime before the bytes
+//! reach them. [`BlockTransform::source_offset`] is the one mapping both
+//! directions are written from, and the GPU's un-conditioning pass uses the
+//! same arithmetic.
+
+use super::TextureFormat;
+
+/// How a block's decoded bytes are ordered (the block entry's byte 14).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+#[repr(u8)]
+#[non_exhaustive]
+pub enum BlockTransform {
+    /// As the texture's blocks are laid out: no transform.
+    #[default]
+    None = 0,
+    /// 8-byte blocks as endpoints (4) | indices (4): BC1.
+    Bc1Split = 1,
+    /// 16-byte blocks as alpha endpoints (2) | alpha indices (6) | colour
+    /// endpoints (4) | colour indices (4): BC3.
+    Bc3Split = 2,
+    /// 8-byte blocks as endpoints (2) | indices (6): BC4.
+    Bc4Split = 3,
+    /// 16-byte blocks as red endpoints (2) | red indices (6) | green
+    /// endpoints (2) | green indices (6): BC5.
+    Bc5Split = 4,
+    /// 16-byte blocks as 16 byte planes: byte 0 of every block, then byte
+    /// 1, ... BC7, whose fields depend on each block's mode.
+    BytePlanes16 = 5,
+}
+
+/// The field lengths of each transform, in element order.
+const BC1_FIELDS: &[u32] = &[4, 4];
+const BC3_FIELDS: &[u32] = &[2, 6, 4, 4];
+const BC4_FIELDS: &[u32] = &[2, 6];
+const BC5_FIELDS: &[u32] = &[2, 6, 2, 6];
+const PLANES16_FIELDS: &[u32] = &[1; 16];
+
+impl BlockTransform {
+    /// Every transform, in id order.
+    pub const ALL: [BlockTransform; 6] = [
+        BlockTransform::None,
+        BlockTransform::Bc1Split,
+        BlockTransform::Bc3Split,
+        BlockTransform::Bc4Split,
+        BlockTransform::Bc5Split,
+        BlockTransform::BytePlanes16,
+    ];
+
+    /// The id byte stored in the block entry.
+    pub fn id(self) -> u8 {
+        self as u8
+    }
+
+    /// The transform for an id byte, or `None` for an id this version does
+    /// not know.
+    pub fn from_id(id: u8) -> Option<BlockTransform> {
+        Self::ALL.get(id as usize).copied()
+    }
+
+    /// The name `info` and the JSON reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            BlockTransform::None => "none",
+            BlockTransform::Bc1Split => "bc1-split",
+            BlockTransform::Bc3Split => "bc3-split",
+            BlockTransform::Bc4Split => "bc4-split",
+            BlockTransform::Bc5Split => "bc5-split",
+            BlockTransform::BytePlanes16 => "byte-planes-16",
+        }
+    }
+
+    /// The field lengths of one element, in element order (empty for
+    /// [`BlockTransform::None`]).
+    pub fn fields(self) -> &'static [u32] {
+        match self {
+            BlockTransform::None => &[],
+            BlockTransform::Bc1Split => BC1_FIELDS,
+            BlockTransform::Bc3Split => BC3_FIELDS,
+            BlockTransform::Bc4Split => BC4_FIELDS,
+            BlockTransform::Bc5Split => BC5_FIELDS,
+            BlockTransform::BytePlanes16 => PLANES16_FIELDS,
+        }
+    }
+
+    /// Bytes of one element (one BC block): the sum of the fields; 0 for
+    /// [`BlockTransform::None`].
+    pub fn element_bytes(self) -> u32 {
+        self.fields().iter().sum()
+    }
+
+    /// The transforms the packer tries on a texture of `format`, most
+    /// specific first. A transform is only valid on a texture whose bytes
+    /// per block equal its element size (the reader checks).
+    pub fn candidates(format: TextureFormat) -> &'static [BlockTransform] {
+        use TextureFormat as F;
+        match format {
+            F::Bc1 | F::Bc1Srgb => &[BlockTransform::Bc1Split],
+            F::Bc3 | F::Bc3Srgb => &[BlockTransform::Bc3Split, BlockTransform::BytePlanes16],
+            F::Bc4 => &[BlockTransform::Bc4Split],
+            F::Bc5 => &[BlockTransform::Bc5Split, BlockTransform::BytePlanes16],
+            F::Bc7 | F::Bc7Srgb => &[BlockTransform::BytePlanes16],
+            _ => &[],
+        }
+    }
+
+    /// Whether this transform may be recorded on a block of a `format`
+    /// texture: none always; the others where the element is the format's
+    /// block.
+    pub fn fits(self, format: TextureFormat) -> bool {
+        self == BlockTransform::None
+            || (format.is_compressed() && self.element_bytes() == format.bytes_per_block())
+    }
+
+    /// Where original byte `at` of a `len`-byte block lies in the
+    /// conditioned block. A bijection on `0..len`; the identity for
+    /// [`BlockTransform::None`] and for bytes past the last whole element.
+    /// The GPU pass and its Rust twin compute exactly this.
+    pub fn source_offset(self, len: u32, at: u32) -> u32 {
+        let e = self.element_bytes();
+        if e == 0 {
+            return at;
+        }
+        let n = len / e;
+        if at >= n * e {
+            return at;
+        }
+        let (elem, mut byte) = (at / e, at % e);
+        let mut start = 0;
+        for &f in self.fields() {
+            if byte < f {
+                return start * n + elem * f + byte;
+            }
+            byte -= f;
+            start += f;
+        }
+        unreachable!("a byte inside an element lies in one of its fields")
+    }
+
+    /// Conditions `src` (a block as the texture lays it out) into `dst`, of
+    /// the same length.
+    ///
+    /// # Panics
+    /// If the lengths differ.
+    pub fn apply(self, src: &[u8], dst: &mut [u8]) {
+        assert_eq!(src.len(), dst.len(), "a transform keeps the length");
+        self.walk(src.len(), |original, conditioned, len| {
+            dst[conditioned..conditioned + len].copy_from_slice(&src[original..original + len]);
+        });
+    }
+
+    /// Undoes [`BlockTransform::apply`]: `src` is a conditioned block,
+    /// `dst` (same length) receives the texture's own layout.
+    ///
+    /// # Panics
+    /// If the lengths differ.
+    pub fn undo(self, src: &[u8], dst: &mut [u8]) {
+        assert_eq!(src.len(), dst.len(), "a transform keeps the length");
+        match self {
+            // The common shapes get fixed-size copies the compiler turns
+            // into plain loads and stores.
+            BlockTransform::Bc1Split => undo_fixed::<8, 2>(src, dst, [4, 4, 0, 0]),
+            BlockTransform::Bc4Split => undo_fixed::<8, 2>(src, dst, [2, 6, 0, 0]),
+            BlockTransform::Bc3Split => undo_fixed::<16, 4>(src, dst, [2, 6, 4, 4]),
+            BlockTransform::Bc5Split => undo_fixed::<16, 4>(src, dst, [2, 6, 2, 6]),
+            _ => self.walk(src.len(), |original, conditioned, len| {
+                dst[original..original + len].copy_from_slice(&src[conditioned..conditioned + len]);
+            }),
+        }
+    }
+
+    /// Calls `copy(original, conditioned, len)` for every run of bytes the
+    /// transform moves, the tail included, covering `0..len` once on each
+    /// side.
+    fn walk(self, len: usize, mut copy: impl FnMut(usize, usize, usize)) {
+        let e = self.element_bytes() as usize;
+        if e == 0 {
+            copy(0, 0, len);
+            return;
+        }
+        let n = len / e;
+        let mut start = 0;
+        let mut off = 0;
+        for &f in self.fields() {
+            let f = f as usize;
+            for i in 0..n {
+                copy(i * e + off, start + i * f, f);
+            }
+            start += n * f;
+            off += f;
+        }
+        copy(n * e, n * e, len - n * e);
+    }
+}
+
+/// [`BlockTransform::undo`] for elements of `E` bytes in `F` fields of the
+/// given lengths (trailing zeros unused).
+fn undo_fixed<const E: usize, const F: usize>(src: &[u8], dst: &mut [u8], fields: [usize; 4]) {
+    let n = src.len() / E;
+    let mut starts = [0usize; 4];
+    let mut offs = [0usize; 4];
+    let (mut s, mut o) = (0, 0);
+    for f in 0..F {
+        starts[f] = s;
+        offs[f] = o;
+        s += n * fields[f];
+        o += fields[f];
+    }
+    for (i, out) in dst[..n * E].chunks_exact_mut(E).enumerate() {
+        for f in 0..F {
+            let len = fields[f];
+            let from = starts[f] + i * len;
+            out[offs[f]..offs[f] + len].copy_from_slice(&src[from..from + len]);
+        }
+    }
+    dst[n * E..].copy_from_slice(&src[n * E..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(len: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(2_654_435_761).max(1);
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_transform_round_trips_every_length() {
+        for t in BlockTransform::ALL {
+            for len in [0usize, 1, 7, 8, 15, 16, 17, 100, 1024, 4099, 65536] {
+                let src = bytes(len, len as u32 + t.id() as u32);
+                let mut mid = vec![0u8; len];
+                let mut back = vec![0u8; len];
+                t.apply(&src, &mut mid);
+                t.undo(&mid, &mut back);
+                assert_eq!(back, src, "{t:?} len {len}");
+                for at in 0..len as u32 {
+                    assert_eq!(
+                        mid[t.source_offset(len as u32, at) as usize],
+                        src[at as usize],
+                        "{t:?} len {len} byte {at}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bc1_split_puts_endpoints_first() {
+        let src: Vec<u8> = (0..24).collect();
+        let mut out = vec![0; 24];
+        BlockTransform::Bc1Split.apply(&src, &mut out);
+        assert_eq!(
+            out,
+            [
+                0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22,
+                23
+            ]
+        );
+    }
+
+    #[test]
+    fn ids_round_trip_and_unknown_ids_are_refused() {
+        for t in BlockTransform::ALL {
+            assert_eq!(BlockTransform::from_id(t.id()), Some(t));
+        }
+        assert_eq!(BlockTransform::from_id(6), None);
+        assert_eq!(BlockTransform::from_id(255), None);
+    }
+
+    #[test]
+    fn candidates_fit_their_format() {
+        for id in 0..=255u8 {
+            let Some(f) = TextureFormat::from_id(id) else {
+                continue;
+            };
+            for t in BlockTransform::candidates(f) {
+                assert!(t.fits(f), "{t:?} on {f}");
+            }
+        }
+        assert!(!BlockTransform::Bc1Split.fits(TextureFormat::Bc7));
+        assert!(!BlockTransform::BytePlanes16.fits(TextureFormat::Rgba8Unorm));
+    }
+}
