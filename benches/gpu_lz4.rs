@@ -21,7 +21,15 @@
 //! - `demo-16k`: the `demo` blocks cut into independent 16 KiB LZ4 blocks,
 //!   as the packer's sub-block option stores them (`gpustream pack
 //!   --sub-block-kib 16`): four blocks for each of `demo`'s, so a batch of
-//!   N of them holds the bytes of N / 4 `demo` blocks.
+//!   N of them holds the bytes of N / 4 `demo` blocks;
+//! - `bc7-hc`: `bc7`'s blocks compressed with LZ4 HC level 9 (`gpustream
+//!   pack`'s default level): more and longer matches, more sequences per
+//!   block for the decoder's serial parse;
+//! - `bc7-hc-cond`: the same blocks BCn-conditioned (byte planes, as the
+//!   packer conditions BC7) before HC; the decoder writes the conditioned
+//!   block, and the pass that puts it back in order
+//!   (`shaders/bcn_uncondition.wgsl`) is timed on its own after the
+//!   table, on the same blocks.
 //!
 //! A batch bigger than a corpus is skipped (blocks are never reused), and so
 //! is one whose output exceeds the device's storage-binding limit.
@@ -33,7 +41,7 @@
 //!   barriers are counted per workgroup and whose turn barriers, where the
 //!   two agree, are in `turn_barriers_per_block` in `--json`)
 //! - `--batches 64,256,1024` (default 1024,2048,4096,8192,16384)
-//! - `--corpora demo,bc7,binary,demo-16k` (default all four)
+//! - `--corpora demo,bc7,binary,demo-16k,bc7-hc,bc7-hc-cond` (default all six)
 //! - `--runs N` timed runs per batch, median reported (default 5)
 //! - `--demo-size 256MiB` uncompressed size of the demo pack (default 1.5x
 //!   the biggest batch, as about a quarter of its blocks are stored raw), `--demo-pack PATH` where it is built or reused
@@ -51,10 +59,14 @@
 #[allow(dead_code)] // the tests use the rest
 mod lz4_batch;
 
-use gpustream::decode::gpu::{read_buffer, Lz4DecodePath, Lz4DecodePipeline, Lz4Status};
+use gpustream::decode::gpu::{
+    read_buffer, Lz4BlockDesc, Lz4DecodePath, Lz4DecodePipeline, Lz4Status, UnconditionPipeline,
+};
 use gpustream::gpu::{open_device, GpuContext};
 use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
-use gpustream::pack::{AssetKind, BlockId, Pack, TextureFormat, STORE_RAW_UNLESS_SAVES_DIVISOR};
+use gpustream::pack::{
+    AssetKind, BlockId, BlockTransform, Pack, TextureFormat, STORE_RAW_UNLESS_SAVES_DIVISOR,
+};
 use gpustream::Codec;
 use lz4_batch::{Lz4Batch, Lz4GpuBatch};
 use rand::{Rng, SeedableRng};
@@ -62,6 +74,8 @@ use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
 
 const BLOCK: usize = 64 * 1024;
+/// The corpora built from the demo pack.
+const PACK_CORPORA: [&str; 5] = ["demo", "bc7", "demo-16k", "bc7-hc", "bc7-hc-cond"];
 /// Blocks the twin counts sequences over, per corpus.
 const COUNT_SAMPLE: usize = 256;
 
@@ -165,12 +179,28 @@ fn pack_blocks(pack: &Pack, limit: usize) -> Vec<(bool, Codec, Vec<u8>, Vec<u8>)
     blocks
 }
 
+/// LZ4 HC at the packer's default level (`gpustream pack`'s `--level`).
+fn lz4_hc(data: &[u8]) -> Vec<u8> {
+    Codec::Lz4.compress(data, 9).expect("LZ4 HC")
+}
+
 /// The demo pack's LZ4 blocks as the packer stored them, and the BC7
 /// texture blocks compressed with LZ4 whether or not the packer kept them
-/// raw (most BC7 tiles save less than the packer's 1/16 rule asks).
-fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus, Corpus) {
+/// raw (most BC7 tiles save less than the packer's 1/16 rule asks); the
+/// same BC7 blocks with LZ4 HC, and with HC after BCn conditioning (their
+/// byte planes: what the decoder then writes is the conditioned block,
+/// which the pass after it puts back in order, timed on its own below).
+fn pack_corpora(pack: &Pack, limit: usize) -> [Corpus; 5] {
     let (mut demo, mut bc7, mut sub) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut hc, mut cond) = (Vec::new(), Vec::new());
     for (is_bc7, codec, data, stored) in pack_blocks(pack, limit) {
+        if is_bc7 && hc.len() < limit {
+            hc.push((data.clone(), lz4_hc(&data)));
+            let mut planes = vec![0u8; data.len()];
+            BlockTransform::BytePlanes16.apply(&data, &mut planes);
+            let packed = lz4_hc(&planes);
+            cond.push((planes, packed));
+        }
         if is_bc7 && bc7.len() < limit {
             let packed = if codec == Codec::Lz4 {
                 stored.clone()
@@ -189,7 +219,7 @@ fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus, Corpus) {
         }
     }
     sub.truncate(limit);
-    (
+    [
         Corpus {
             name: "demo",
             blocks: demo,
@@ -205,7 +235,17 @@ fn pack_corpora(pack: &Pack, limit: usize) -> (Corpus, Corpus, Corpus) {
             blocks: sub,
             rows: None,
         },
-    )
+        Corpus {
+            name: "bc7-hc",
+            blocks: hc,
+            rows: Some(BC7_ROWS),
+        },
+        Corpus {
+            name: "bc7-hc-cond",
+            blocks: cond,
+            rows: Some(BC7_ROWS),
+        },
+    ]
 }
 
 /// Stored bytes of `data` as the packer stores an LZ4 block: compressed
@@ -365,6 +405,8 @@ fn options() -> Options {
             "bc7".into(),
             "binary".into(),
             "demo-16k".into(),
+            "bc7-hc".into(),
+            "bc7-hc-cond".into(),
         ],
         runs: env("GPUSTREAM_BENCH_RUNS")
             .and_then(|v| v.parse().ok())
@@ -494,15 +536,14 @@ fn main() {
     if opts
         .corpora
         .iter()
-        .any(|c| c == "demo" || c == "bc7" || c == "demo-16k")
+        .any(|c| PACK_CORPORA.contains(&c.as_str()))
     {
         let pack = demo_pack(
             &opts.demo_pack,
             opts.demo_size
                 .unwrap_or(biggest as u64 * BLOCK as u64 * 3 / 2),
         );
-        let (demo, bc7, sub) = pack_corpora(&pack, biggest);
-        for c in [demo, bc7, sub] {
+        for c in pack_corpora(&pack, biggest) {
             if opts.corpora.iter().any(|n| n == c.name) {
                 corpora.push(c);
             }
@@ -605,7 +646,111 @@ fn main() {
             }
         }
     }
+    if let Some(c) = corpora.iter().find(|c| c.name == "bc7-hc-cond") {
+        for &n in opts.batches.iter().filter(|&&n| n <= c.blocks.len()) {
+            let row = uncondition_pass(&ctx, &c.blocks[..n], opts.runs);
+            rows.push(row);
+            write_json(&opts, &ctx, max_binding, &rows, false);
+        }
+    }
     write_json(&opts, &ctx, max_binding, &rows, true);
+}
+
+/// The pass after the decoder for conditioned blocks, on its own: `blocks`'
+/// conditioned bytes in one region of the output, each put back in order
+/// into its own 1,024-byte rows (a BC7 tile's, at a 1,024-byte pitch);
+/// median wall-clock GB/s of output over `runs` dispatches (submit to a
+/// full poll), checked once against `BlockTransform::undo`.
+fn uncondition_pass(
+    ctx: &GpuContext,
+    blocks: &[(Vec<u8>, Vec<u8>)],
+    runs: usize,
+) -> serde_json::Value {
+    use wgpu::util::DeviceExt;
+    let total: usize = blocks
+        .iter()
+        .map(|(d, _)| d.len().next_multiple_of(256))
+        .sum();
+    let mut bytes = vec![0u8; total * 2];
+    let mut descs = Vec::new();
+    let (mut dst, mut src) = (0usize, total);
+    for (planes, _) in blocks {
+        bytes[src..src + planes.len()].copy_from_slice(planes);
+        let mut d = Lz4BlockDesc::linear(
+            src as u32,
+            planes.len() as u32,
+            dst as u32,
+            planes.len() as u32,
+        )
+        .with_rows(BC7_ROWS.0, BC7_ROWS.1);
+        d.reserved[0] = BlockTransform::BytePlanes16.id() as u32;
+        descs.push(d);
+        dst += planes.len().next_multiple_of(256);
+        src += planes.len().next_multiple_of(256);
+    }
+    let device = &ctx.device;
+    let output = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+        label: Some("uncondition bench output"),
+        contents: &bytes,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+    });
+    let status = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("uncondition bench status"),
+        size: (blocks.len() * 4) as u64,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    let pipeline = UnconditionPipeline::new(device);
+    let run = || {
+        let mut enc = device.create_command_encoder(&Default::default());
+        pipeline
+            .encode_blocks(device, &mut enc, &descs, &output, &status)
+            .expect("uncondition encode");
+        let t = Instant::now();
+        ctx.queue.submit([enc.finish()]);
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .expect("poll");
+        t.elapsed().as_secs_f64()
+    };
+    run();
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("uncondition bench readback"),
+        size: total as u64,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(&output, 0, &readback, 0, total as u64);
+    ctx.queue.submit([enc.finish()]);
+    let back = read_buffer(device, &readback).expect("readback");
+    let mut at = 0;
+    for (planes, _) in blocks {
+        let mut want = vec![0u8; planes.len()];
+        BlockTransform::BytePlanes16.undo(planes, &mut want);
+        assert!(
+            back[at..at + planes.len()] == want[..],
+            "uncondition pass put a block back wrong"
+        );
+        at += planes.len().next_multiple_of(256);
+    }
+    let out: usize = blocks.iter().map(|(d, _)| d.len()).sum();
+    let mut gbps: Vec<f64> = (0..runs).map(|_| out as f64 / run() / 1e9).collect();
+    let g = median(&mut gbps);
+    println!(
+        "| bc7-hc-cond | uncondition pass (byte-planes-16, after the decoder) | 64 | {} | {} | - | - | - | - | - | - | - | {g:.3} | | |",
+        blocks.len(),
+        out >> 20
+    );
+    serde_json::json!({
+        "corpus": "bc7-hc-cond",
+        "path": "uncondition-pass",
+        "blocks": blocks.len(),
+        "bytes_out": out,
+        "wall_gbps": g,
+        "runs": runs,
+        "timing": "wall clock after a full poll",
+    })
 }
 
 /// Writes the rows so far as JSON (after every row, so a run cut short by

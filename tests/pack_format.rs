@@ -949,7 +949,7 @@ fn damaged_conditioned_blocks_fail_their_decode_and_never_write_outside_it() {
         },
     )
     .unwrap();
-    wr.add_texture("t", format, 128, 128, &[data.clone()])
+    wr.add_texture("t", format, 128, 128, std::slice::from_ref(&data))
         .unwrap();
     wr.finish().unwrap();
     let file = std::fs::read(&path).unwrap();

@@ -33,15 +33,14 @@ pub struct Args {
     /// zstd: 1..=22, default 0 (zstd's own default, 3).
     #[arg(long)]
     level: Option<i32>,
-    /// Try BCn conditioning: every compressed BC1, BC3, BC4, BC5 and BC7
-    /// block is also compressed with its BC blocks stored field by field
-    /// (endpoints, then indices), and that order is kept where it makes
-    /// the block smaller; decoding restores the original bytes
-    /// (docs/pack-format.md). Off by default: the runtime undoes it on
-    /// its CPU decode threads, so conditioned blocks bound for a GPU do
-    /// not use the GPU decoder yet.
+    /// Do not try BCn conditioning. By default every compressed BC1, BC3,
+    /// BC4, BC5 and BC7 block is also compressed with its BC blocks stored
+    /// field by field (endpoints, then indices), and that order is kept
+    /// where it makes the block smaller; decoding restores the original
+    /// bytes: on the GPU, a pass after the LZ4 decoder; on the CPU, the
+    /// decode threads (docs/pack-format.md).
     #[arg(long)]
-    condition: bool,
+    no_condition: bool,
     /// With lz4: cut every block into independent LZ4 sub-blocks of about
     /// this many KiB (16 is the size measured), on whole tile rows, for
     /// four times the blocks a GPU decodes side by side. 0: one LZ4 block
@@ -155,7 +154,7 @@ pub fn run(args: Args) -> CliResult {
                 _ => 0,
             }),
             lz4_sub_block: args.sub_block_kib << 10,
-            condition: args.condition,
+            condition: !args.no_condition,
             ..WriterOptions::default()
         },
     )?;

@@ -174,7 +174,7 @@ mod tests {
     fn split_blocks_round_trip_and_bad_tables_are_refused() {
         let src: Vec<u8> = (0..65536u32).map(|i| (i / 7 % 251) as u8).collect();
         let lens = cut(src.len(), 4, 16384);
-        let (stored, entries) = compress(&src, &lens).unwrap();
+        let (stored, entries) = compress(&src, &lens, 0).unwrap();
         let subs = parse(&entries, stored.len() as u32, src.len() as u32).unwrap();
         let mut out = vec![0u8; src.len()];
         decode_into(&stored, &subs, &mut out).unwrap();

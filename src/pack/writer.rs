@@ -383,7 +383,7 @@ impl PackWriter {
                 }
                 _ => Vec::new(),
             };
-            let compress = |bytes: &[u8]| -> Result<(Vec<u8>, Vec<(u32, u32)>), PackError> {
+            let compress = |bytes: &[u8]| -> Result<super::sub_blocks::Compressed, PackError> {
                 if lens.len() >= 2 {
                     super::sub_blocks::compress(bytes, &lens, opts.level).map_err(err)
                 } else {

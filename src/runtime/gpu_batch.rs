@@ -38,6 +38,7 @@ use crossbeam::channel::Sender;
 use crate::completion::gpu_poll::GpuPoller;
 use crate::decode::gpu::{
     BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, StoredCopyPipeline,
+    UnconditionPipeline,
 };
 use crate::destinations::gpu_copies::MipsTouched;
 use crate::staging::StagingRing;
@@ -86,6 +87,11 @@ struct Res {
     lz4_descs: wgpu::Buffer,
     stored_descs: wgpu::Buffer,
     check_descs: wgpu::Buffer,
+    /// The un-conditioning pass's descriptors and status words (the
+    /// status words are not read: its descriptors come from the plan, and
+    /// the block's LZ4 status says whether its bytes are good).
+    uncond_descs: wgpu::Buffer,
+    uncond_status: wgpu::Buffer,
     /// Status words, one buffer per `batch_status::table`, `caps.blocks`
     /// words each.
     status: [wgpu::Buffer; table::COUNT],
@@ -177,6 +183,8 @@ pub(crate) struct GpuBatcher {
     to_complete: Sender<ToCompletion>,
     lz4: Option<Lz4DecodePipeline>,
     stored: StoredCopyPipeline,
+    /// The pass after the LZ4 decoder for BCn-conditioned blocks.
+    uncondition: UnconditionPipeline,
     crc: Option<Crc32cPipeline>,
     /// Parts staged per chunk, waiting for the chunk to go.
     staged: Vec<Vec<Staged>>,
@@ -237,6 +245,7 @@ impl GpuBatcher {
             let _ = lost_tx.send(GpuEvent::Lost(what));
         })?;
         let stored = StoredCopyPipeline::new(&device);
+        let uncondition = UnconditionPipeline::new(&device);
         let crc = verify.then(|| Crc32cPipeline::new(&device));
         let info = device.adapter_info();
         let noop = info.backend == wgpu::Backend::Noop;
@@ -252,6 +261,7 @@ impl GpuBatcher {
             to_complete,
             lz4,
             stored,
+            uncondition,
             crc,
             staged,
             res,
@@ -566,6 +576,12 @@ impl Res {
                 caps.blocks * check,
                 U::STORAGE | U::COPY_DST,
             ),
+            uncond_descs: mk(
+                "uncondition descriptors",
+                caps.blocks * desc,
+                U::STORAGE | U::COPY_DST,
+            ),
+            uncond_status: mk("uncondition status", words, U::STORAGE),
             status: std::array::from_fn(|_| {
                 mk("status", words, U::STORAGE | U::COPY_SRC | U::COPY_DST)
             }),

@@ -218,7 +218,21 @@ impl Part {
                 _ => 0,
             })
             .map(|w| w.max(region_min * self.descs_per_region()))
-            .sum()
+            .sum::<u64>()
+            + self.conditioned_out()
+    }
+
+    /// Bytes of output scratch a conditioned block decoded on the GPU
+    /// needs besides its destination region: the LZ4 pass writes it there
+    /// in its conditioned order, and the pass after it puts it back into
+    /// the region. 0 for every other part.
+    pub fn conditioned_out(&self) -> u64 {
+        match (self.class, self.block.transform) {
+            (Class::GpuLz4, t) if t != BlockTransform::None => {
+                (self.block.size as u64).next_multiple_of(256)
+            }
+            _ => 0,
+        }
     }
 }
 
@@ -290,9 +304,16 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
     match block.codec {
         Codec::None if rt.stored_on_gpu => Class::Raw,
         Codec::None => Class::Cpu,
-        // A conditioned block is decoded and put back in order by the CPU
-        // decode threads; its bytes then reach the GPU like stored ones.
-        Codec::Lz4 if rt.gpu_lz4.is_some() && block.transform == BlockTransform::None => {
+        // A conditioned block bound for a texture is decoded on the GPU
+        // and put back in order by the pass after the decoder, both in the
+        // batch's scratch. One bound for a buffer (written directly when a
+        // batch holds many parts for it) is put back in order by the CPU
+        // decode threads, and its bytes reach the GPU like stored ones.
+        Codec::Lz4
+            if rt.gpu_lz4.is_some()
+                && (block.transform == BlockTransform::None
+                    || matches!(place, Place::Texture { .. })) =>
+        {
             Class::GpuLz4
         }
         _ => Class::Cpu,

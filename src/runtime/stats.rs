@@ -30,6 +30,10 @@ pub struct QueueStats {
     pub blocks_gpu_decoded: u64,
     /// Blocks copied as stored.
     pub blocks_copied: u64,
+    /// BCn-conditioned blocks put back in order on the GPU, by the pass
+    /// after the LZ4 decoder (the CPU decode threads count theirs in
+    /// `blocks_cpu_decoded`).
+    pub blocks_gpu_unconditioned: u64,
     /// Reads issued (after coalescing).
     pub reads: u64,
     /// Summed time reads were in flight, nanoseconds.

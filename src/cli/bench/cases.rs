@@ -13,15 +13,26 @@ use gpustream::runtime::{Destination, PackFile, Request, Source};
 use super::BoxError;
 
 /// The pack for a case: the source pack re-encoded with the case's codec
-/// (and, when `sub_block` is not 0, LZ4 in sub-blocks of that many bytes),
-/// cached beside it.
-pub(super) fn variant(src: &Path, codec: Codec, sub_block: u32) -> Result<PathBuf, BoxError> {
+/// (and, when `sub_block` is not 0, LZ4 in sub-blocks of that many bytes;
+/// with `hc`, at `gpustream pack`'s default LZ4 HC level with BCn
+/// conditioning), cached beside it.
+pub(super) fn variant(
+    src: &Path,
+    codec: Codec,
+    sub_block: u32,
+    hc: bool,
+) -> Result<PathBuf, BoxError> {
+    let hc_level = crate::cli::pack::LZ4_DEFAULT_LEVEL;
     let pack = Pack::open(src)?;
     let split = |b: &gpustream::pack::Block| b.sub_blocks > 0;
     if pack
         .blocks()
         .iter()
         .all(|b| (b.codec == codec && split(b) == (sub_block > 0)) || b.codec == Codec::None)
+        && pack
+            .blocks()
+            .iter()
+            .all(|b| b.codec == Codec::None || (b.level as i32 == hc_level) == hc)
         && codec != Codec::None
     {
         return Ok(src.to_path_buf());
@@ -29,10 +40,13 @@ pub(super) fn variant(src: &Path, codec: Codec, sub_block: u32) -> Result<PathBu
     let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("pack");
     let dir = Path::new("target").join("gpustream-bench");
     std::fs::create_dir_all(&dir)?;
-    let name = match sub_block {
+    let mut name = match sub_block {
         0 => codec.name().to_string(),
         n => format!("{}-sub{}k", codec.name(), n >> 10),
     };
+    if hc {
+        name.push_str(&format!("-hc{hc_level}-cond"));
+    }
     let out = dir.join(format!("{stem}.{name}.gspk"));
     let src_meta = std::fs::metadata(src)?;
     if let Ok(m) = std::fs::metadata(&out) {
@@ -45,7 +59,11 @@ pub(super) fn variant(src: &Path, codec: Codec, sub_block: u32) -> Result<PathBu
         src.display(),
         out.display()
     );
-    let level = if codec == Codec::Zstd { 3 } else { 0 };
+    let level = match codec {
+        Codec::Zstd => 3,
+        Codec::Lz4 if hc => hc_level,
+        _ => 0,
+    };
     // Written beside and renamed into place, so a second bench process
     // running at the same time never reads a half-written variant.
     let tmp = out.with_extension(format!("gspk.partial.{}", std::process::id()));
@@ -55,6 +73,7 @@ pub(super) fn variant(src: &Path, codec: Codec, sub_block: u32) -> Result<PathBu
             codec,
             level,
             lz4_sub_block: sub_block,
+            condition: hc,
             ..Default::default()
         },
     )?;

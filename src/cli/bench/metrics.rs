@@ -74,6 +74,7 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
         blocks_cpu_decoded: a.blocks_cpu_decoded - b.blocks_cpu_decoded,
         blocks_gpu_decoded: a.blocks_gpu_decoded - b.blocks_gpu_decoded,
         blocks_copied: a.blocks_copied - b.blocks_copied,
+        blocks_gpu_unconditioned: a.blocks_gpu_unconditioned - b.blocks_gpu_unconditioned,
         read_ns: a.read_ns - b.read_ns,
         cpu_decode_ns: a.cpu_decode_ns - b.cpu_decode_ns,
         gpu_ns: a.gpu_ns - b.gpu_ns,

@@ -44,8 +44,10 @@ pub struct Args {
     /// Staging sizes in MiB, comma-separated.
     #[arg(long, value_delimiter = ',')]
     staging: Option<Vec<u64>>,
-    /// Cases: none, cpu-lz4, cpu-zstd, gpu-lz4, gpu-lz4-sub (LZ4 in 16 KiB
-    /// sub-blocks decoded on the GPU; not in the default list)
+    /// Cases: none, cpu-lz4, cpu-zstd, gpu-lz4, and, not in the default
+    /// list, gpu-lz4-sub (LZ4 in 16 KiB sub-blocks decoded on the GPU) and
+    /// cpu-lz4-hc, gpu-lz4-hc (the pack at LZ4 HC level 9 with BCn
+    /// conditioning, as `gpustream pack` writes it by default)
     /// (comma-separated).
     #[arg(long, value_delimiter = ',')]
     cases: Option<Vec<String>>,
@@ -183,7 +185,15 @@ pub fn run(args: Args) -> CliResult {
             )
         })?),
     };
-    let all_cases = ["none", "cpu-lz4", "cpu-zstd", "gpu-lz4", "gpu-lz4-sub"];
+    let all_cases = [
+        "none",
+        "cpu-lz4",
+        "cpu-zstd",
+        "gpu-lz4",
+        "gpu-lz4-sub",
+        "cpu-lz4-hc",
+        "gpu-lz4-hc",
+    ];
     let cases: Vec<String> = args
         .cases
         .clone()
@@ -191,7 +201,8 @@ pub fn run(args: Args) -> CliResult {
     for c in &cases {
         if !all_cases.contains(&c.as_str()) {
             return Err(format!(
-                "unknown case '{c}' (expected none, cpu-lz4, cpu-zstd, gpu-lz4, gpu-lz4-sub)"
+                "unknown case '{c}' (expected one of {})",
+                all_cases.join(", ")
             )
             .into());
         }
@@ -291,9 +302,12 @@ pub fn run(args: Args) -> CliResult {
         // The sub-block case streams the pack written with 16 KiB LZ4
         // sub-blocks (docs/pack-format.md): four times the blocks per batch.
         let sub_block = if case == "gpu-lz4-sub" { 16 << 10 } else { 0 };
+        // The HC cases stream the pack as `gpustream pack` writes it by
+        // default: LZ4 HC level 9, BCn-conditioned where that is smaller.
+        let hc = case.ends_with("-hc");
         let path = plan
             .progress
-            .suspend(|| cases::variant(&src, codec, sub_block))?;
+            .suspend(|| cases::variant(&src, codec, sub_block, hc))?;
         let pack = Pack::open(&path)?;
         for &mib in &staging {
             plan.progress.set_message(format!("{case} at {mib} MiB"));

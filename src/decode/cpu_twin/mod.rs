@@ -11,4 +11,6 @@ pub use lz4_decode_v2::{lz4_decode_v2, lz4_decode_v2_counted, Lz4DecodeCounts};
 pub use lz4_decode_v2_pair::lz4_decode_v2_group;
 pub mod stored_copy;
 pub use stored_copy::stored_copy;
+pub mod bcn_uncondition;
 pub mod crc32c;
+pub use bcn_uncondition::bcn_uncondition;

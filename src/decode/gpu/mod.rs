@@ -14,3 +14,5 @@ pub mod stored_copy;
 pub use stored_copy::{validate_stored_descs, StoredCopyPipeline};
 pub mod crc32c;
 pub use crc32c::{BlockCheck, BlockCheckDesc, Crc32cPipeline};
+pub mod bcn_uncondition;
+pub use bcn_uncondition::{validate_uncondition_descs, UnconditionPipeline};

@@ -12,6 +12,7 @@ use crate::decode::Lz4Status;
 use crate::destinations::gpu_copies::{
     plan_outputs, record_copies, DirectRule, MipsTouched, OutputPlan, PartDest,
 };
+use crate::pack::BlockTransform;
 
 use super::super::batch_status::{table, BatchEntry, BatchInFlight, Slots};
 use super::super::batch_tables::{BatchTables, Laid, LocalSlot, RUN_ALIGN};
@@ -42,6 +43,10 @@ struct Tables {
     /// offset): cleared before the passes, so the bytes past the data are
     /// zeros.
     pad_words: Vec<(Option<usize>, u64)>,
+    /// The un-conditioning pass's descriptors: conditioned blocks the LZ4
+    /// pass wrote past the scratch's regions, each to be put back into its
+    /// region.
+    unconds: Vec<Lz4BlockDesc>,
     entries: Vec<BatchEntry>,
 }
 
@@ -52,6 +57,8 @@ struct Recorded {
     dispatches: u64,
     lz4_passes: u64,
     copy_passes: u64,
+    /// Dispatches of the pass putting conditioned blocks back in order.
+    uncondition_passes: u64,
     texture_copies: u64,
     /// The mips the texture copies write.
     mips: MipsTouched,
@@ -71,8 +78,15 @@ impl GpuBatcher {
         }
         let plan = plan_outputs(&sorted.present, self.direct_rule(sorted.present.len()));
         let res = &self.res[open.res];
-        let fits = plan.size <= res.output.size();
-        let mut tables = build_tables(&plan, sorted.live, fits, jobs, done);
+        // Conditioned blocks decode past the regions the plan laid out.
+        let cond_base = plan.size.next_multiple_of(256);
+        let cond_len: u64 = sorted
+            .live
+            .iter()
+            .map(|(e, _)| e.part.conditioned_out())
+            .sum();
+        let fits = cond_base + cond_len <= res.output.size();
+        let mut tables = build_tables(&plan, sorted.live, fits, cond_base, jobs, done);
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
@@ -112,6 +126,7 @@ impl GpuBatcher {
             }
         }
         let mips = std::mem::take(&mut rec.mips).count();
+        let unconditioned = tables.unconds.len() as u64;
         let lz4_peak = tables.laid.lz4_runs.iter().map(|r| r.len() as u64).max();
         let lz4_peak = lz4_peak.unwrap_or(0);
         if let Some(first) = tables.entries.first() {
@@ -128,6 +143,7 @@ impl GpuBatcher {
                     st.texture_mip_submissions += mips;
                     st.blocks_gpu_decoded += run_total(&tables.laid.lz4_runs);
                     st.blocks_copied += run_total(&tables.laid.stored_runs);
+                    st.blocks_gpu_unconditioned += unconditioned;
                     st.direct_buffer_bytes += direct_bytes;
                 });
             }
@@ -268,7 +284,24 @@ impl GpuBatcher {
                 rec.copy_passes += 1;
             }
         }
-        rec.dispatches += rec.lz4_passes + rec.copy_passes;
+        // After the LZ4 pass into the scratch: conditioned blocks back in
+        // order, into their regions, before the copies read them.
+        if !tables.unconds.is_empty() {
+            let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+            let n = tables.unconds.len() as u64;
+            self.queue
+                .write_buffer(&res.uncond_descs, 0, bytemuck::cast_slice(&tables.unconds));
+            let _ = self.uncondition.encode_in(
+                &self.device,
+                enc,
+                res.uncond_descs.slice(..n * desc),
+                res.output.slice(..),
+                res.uncond_status.slice(..n * 4),
+                n as u32,
+            );
+            rec.uncondition_passes += 1;
+        }
+        rec.dispatches += rec.lz4_passes + rec.copy_passes + rec.uncondition_passes;
         let (copies, texture_copies) = record_copies(enc, &res.output, &plan.copies, &mut rec.mips);
         rec.texture_copies += texture_copies;
         rec.commands += copies + rec.dispatches;
@@ -317,10 +350,13 @@ fn build_tables(
     plan: &OutputPlan,
     live: Vec<(Entry, Option<Range<usize>>)>,
     fits: bool,
+    cond_base: u64,
     jobs: &JobTable,
     done: &mut Vec<Finished>,
 ) -> Tables {
     let mut tables = BatchTables::new(plan.direct.len());
+    let mut unconds = Vec::new();
+    let mut cond_at = cond_base;
     let mut checks = Vec::new();
     let mut pad_words: Vec<(Option<usize>, u64)> = Vec::new();
     let mut pending = Vec::with_capacity(live.len());
@@ -357,6 +393,34 @@ fn build_tables(
                     BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
                     BlockData::Memory(..) => &[],
                 };
+                let transform = e.part.block.transform;
+                // `plan::classify` sends conditioned blocks to the GPU
+                // only for textures, whose regions are in the scratch.
+                debug_assert!(transform == BlockTransform::None || target == 0);
+                if transform != BlockTransform::None && target == 0 {
+                    // Decoded linearly past the regions, in its
+                    // conditioned order; the un-conditioning pass then
+                    // writes it into its region, rows and all.
+                    let size = e.part.block.size;
+                    let at = cond_at as u32;
+                    cond_at += e.part.conditioned_out();
+                    if subs.is_empty() {
+                        tables.push(target, true, Lz4BlockDesc::linear(src, e.len, at, size));
+                    }
+                    for sb in subs {
+                        let d = Lz4BlockDesc::linear(
+                            src + sb.stored_offset,
+                            sb.stored_len,
+                            at + sb.offset,
+                            sb.size,
+                        );
+                        tables.push(target, true, d);
+                    }
+                    let mut u = Lz4BlockDesc::linear(at, size, dst, size);
+                    u.reserved[0] = transform.id() as u32;
+                    unconds.push(u.with_rows(row_bytes, row_pitch));
+                    continue;
+                }
                 if subs.is_empty() {
                     let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
                     tables.push(target, true, d.with_rows(row_bytes, row_pitch));
@@ -415,6 +479,7 @@ fn build_tables(
         laid,
         checks,
         pad_words,
+        unconds,
         entries,
     }
 }
