@@ -1,23 +1,27 @@
 #!/bin/bash
-# The one-shot GPU-machine run of issue #11 (docs/gpu-decode.md, "H200").
+# The one-shot GPU-machine run (docs/gpu-decode.md, "H200").
 #
 # Here (the build machine), stage the binaries:
 #     scripts/device-run.sh --stage
 # builds the release binaries, the gpu_lz4 bench and two examples, and hands
 # them with the Vulkan loader kit to ../shared/device/stage.sh (into .gpu/).
 # Then, on the H200 host, from a copy of the tree that includes .gpu/
-# (about 35 MiB; give the run 9 minutes):
+# (about 35 MiB; give the run 10 minutes):
 #     bash scripts/device-run.sh
 # It needs no cargo there. It runs, each step under its own time limit so the
-# whole run ends within 8.5 minutes, and writes everything as JSON under $OUT
+# whole run ends within 9.5 minutes, and writes everything as JSON under $OUT
 # (default target/device-out):
 #   1. staging-memory.json   which Vulkan memory type staging buffers land in
 #                            (examples/staging_memory_probe.rs)
 #   2. gpu_lz4.json          the decoder bench, every variant, 1k, 4k and 16k
 #                            blocks of the demo pack, its BC7 tiles, mixed
 #                            binaries and the demo pack in 16 KiB sub-blocks
+#   2b. gpu_lz4-hc.json      the same BC7 tiles with LZ4 HC, and with HC
+#                            after BCn conditioning, 16k blocks, and the pass
+#                            that puts conditioned blocks back in order
 #   3. bench-verify.json     gpustream bench --buffered, gpu-lz4 (and on the
-#      bench-noverify.json   16 KiB sub-block pack, gpu-lz4-sub), cpu-lz4,
+#      bench-noverify.json   16 KiB sub-block pack, gpu-lz4-sub; on the HC
+#                            and conditioned pack, gpu-lz4-hc), cpu-lz4,
 #                            none, staging 64/256/1024 MiB, checksums on, off
 #   3b. bench-best.json      gpu-lz4 end to end at the largest staging size
 #                            with the decoder variant step 2 found fastest on
@@ -99,13 +103,14 @@ mkdir -p "$work"
 
 if [ "$quick" = 1 ]; then
     lz4_args=(--batches 16,32 --runs 1 --demo-size 4MiB)
+    hc_args=(--batches 32 --runs 1 --demo-size 4MiB)
     bench_args=(--staging 64 --demo-mib 16 --iters 1)
     # Four terrain patches: with two, the camera path sees only what the
     # packed mips hold and no tile streams (0 tiles, seen 2026-12-02/03);
     # with four, 13 tiles (0.8 MiB) stream in 30 frames, about 13 s here.
     vt_args=(--textures 4 --size 1024 --format bc7 --pool 64 --frames 30)
     probe_sizes=64,256
-    limits=(60 240 120 120 120 60 60)
+    limits=(60 240 120 120 120 60 60 60)
 else
     # Every variant (eight with subgroups: v2 with word stores, with
     # 16-byte stores and two blocks per workgroup, each on the subgroup and
@@ -113,6 +118,9 @@ else
     # sub-block one since 2026-12-02), three batch sizes from 1k to 16k
     # blocks and three timed runs each.
     lz4_args=(--batches 1024,4096,16384 --runs 3 --demo-size 1536MiB)
+    # LZ4 HC and BCn-conditioned BC7 blocks beside plain ones, and the pass
+    # that puts conditioned blocks back in order, at the largest batch.
+    hc_args=(--batches 16384 --runs 3 --demo-size 1536MiB)
     bench_args=(--staging 64,256,1024 --demo-mib 1024)
     vt_args=()
     probe_sizes=64,256,1024
@@ -120,8 +128,10 @@ else
     # end to end, sustained end to end (sum 505 s; the first bench run
     # builds its 1 GiB demo pack and the none and sub-block variants of it;
     # the decoder bench got 10 s more when the pair variants came,
-    # 2026-12-03; the sustained step came 2026-12-04).
-    limits=(30 180 110 70 50 35 30)
+    # 2026-12-03; the sustained step came 2026-12-04; the HC and
+    # conditioned decoder corpora and the gpu-lz4-hc bench case,
+    # 2026-12-06: sum 560 s).
+    limits=(30 180 125 70 50 35 30 40)
 fi
 
 json_str() {
@@ -147,8 +157,11 @@ step() {
 }
 
 step staging-memory "${limits[0]}" "$(example staging_memory_probe)" "$probe_sizes" --json "$OUT/staging-memory.json"
-step gpu_lz4 "${limits[1]}" "$lz4bench" "${lz4_args[@]}" --demo-pack "$work/demo-lz4.gspk" --json "$OUT/gpu_lz4.json"
-bench=("$bin/gpustream" bench --buffered --cases gpu-lz4,gpu-lz4-sub,cpu-lz4,none "${bench_args[@]}")
+step gpu_lz4 "${limits[1]}" "$lz4bench" "${lz4_args[@]}" --corpora demo,bc7,binary,demo-16k \
+    --demo-pack "$work/demo-lz4.gspk" --json "$OUT/gpu_lz4.json"
+step gpu_lz4-hc "${limits[7]}" "$lz4bench" "${hc_args[@]}" --corpora bc7,bc7-hc,bc7-hc-cond \
+    --demo-pack "$work/demo-lz4.gspk" --json "$OUT/gpu_lz4-hc.json"
+bench=("$bin/gpustream" bench --buffered --cases gpu-lz4,gpu-lz4-sub,gpu-lz4-hc,cpu-lz4,none "${bench_args[@]}")
 step bench-verify "${limits[2]}" "${bench[@]}" --json "$OUT/bench-verify.json"
 if "$bin/gpustream" bench --help 2>/dev/null | grep -q -- --no-verify; then
     step bench-noverify "${limits[3]}" "${bench[@]}" --no-verify --json "$OUT/bench-noverify.json"
@@ -206,11 +219,13 @@ grep '^staging' "$OUT/staging-memory.log" || tail -n 3 "$OUT/staging-memory.log"
 echo
 echo "## decoder (gpu_lz4), largest batch per corpus and variant"
 grep '^| corpus\|^| ---' "$OUT/gpu_lz4.log" | head -2
-for c in demo bc7 binary demo-16k; do
-    last=$(awk -F'|' -v c=" $c " '$2 == c && $3 != " - " {print $5 + 0}' "$OUT/gpu_lz4.log" | sort -n | tail -1)
-    [ -n "$last" ] && awk -F'|' -v c=" $c " -v n="$last" '$2 == c && $3 != " - " && $5 + 0 == n' "$OUT/gpu_lz4.log"
+for log in gpu_lz4 gpu_lz4-hc; do
+    for c in demo bc7 binary demo-16k bc7-hc bc7-hc-cond; do
+        last=$(awk -F'|' -v c=" $c " '$2 == c && $3 != " - " {print $5 + 0}' "$OUT/$log.log" | sort -n | tail -1)
+        [ -n "$last" ] && awk -F'|' -v c=" $c " -v n="$last" '$2 == c && $3 != " - " && $5 + 0 == n' "$OUT/$log.log"
+    done
+    grep -m3 'panicked' "$OUT/$log.log"
 done
-grep -m3 'panicked' "$OUT/gpu_lz4.log"
 echo
 echo "## end to end (gpustream bench), checksums on / off, fastest decoder, sustained"
 for f in bench-verify bench-noverify bench-best bench-sustained; do

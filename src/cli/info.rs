@@ -179,6 +179,7 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
                 format!("kind {kind_name}"),
                 format!("level {level_key}"),
                 format!("transform {transform}"),
+                format!("source {}", source_name.unwrap_or("")),
                 "total".to_owned(),
             ] {
                 seqs.0.entry(key).or_default().extend(&counts);
@@ -253,6 +254,9 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
     }
     for (name, t) in by_kind.iter_mut() {
         t.lz4_sequences_median = seqs.median_of(&format!("kind {name}"));
+    }
+    for (name, t) in by_source.iter_mut() {
+        t.lz4_sequences_median = seqs.median_of(&format!("source {name}"));
     }
     for (name, t) in by_level.iter_mut() {
         t.lz4_sequences_median = seqs.median_of(&format!("level {name}"));
