@@ -103,7 +103,7 @@ mkdir -p "$work"
 
 if [ "$quick" = 1 ]; then
     lz4_args=(--batches 16,32 --runs 1 --demo-size 4MiB)
-    hc_args=(--batches 32 --runs 1 --demo-size 4MiB)
+    hc_args=(--batches 16 --runs 1 --demo-size 4MiB)
     bench_args=(--staging 64 --demo-mib 16 --iters 1)
     # Four terrain patches: with two, the camera path sees only what the
     # packed mips hold and no tile streams (0 tiles, seen 2026-12-02/03);

@@ -1713,3 +1713,155 @@ fn stream_big_texture(
     assert!(st.gpu_submits > 2, "the mips took several batches");
     st
 }
+
+/// Makes block `id`'s stored bytes in a pack file all 0xFF (an LZ4 stream
+/// whose literals run past its end) and every checksum agree again, so
+/// only the decoder can tell.
+fn break_block(path: &Path, id: u32) {
+    let pack = gpustream::pack::Pack::open(path).unwrap();
+    let b = pack.blocks()[id as usize];
+    drop(pack);
+    let mut f = std::fs::read(path).unwrap();
+    let range = b.offset as usize..(b.offset + b.stored_size as u64) as usize;
+    f[range.clone()].fill(0xFF);
+    let toc_at = u64::from_le_bytes(f[32..40].try_into().unwrap()) as usize;
+    let crc = crc32c::crc32c(&f[range]);
+    let entry = toc_at + id as usize * 16;
+    f[entry + 8..entry + 12].copy_from_slice(&crc.to_le_bytes());
+    let toc_crc = crc32c::crc32c(&f[toc_at..]);
+    f[56..60].copy_from_slice(&toc_crc.to_le_bytes());
+    let header_crc = crc32c::crc32c(&f[..60]);
+    f[60..64].copy_from_slice(&header_crc.to_le_bytes());
+    std::fs::write(path, f).unwrap();
+}
+
+#[test]
+fn a_damaged_conditioned_tile_fails_alone_and_its_neighbours_arrive_whole() {
+    // A BC7 texture of 4x2 tiles, conditioned, one tile's stream broken:
+    // through the GPU path (LZ4 pass into the spare scratch, then the pass
+    // that puts blocks back in order) that tile's request fails with
+    // GpuDecode and the other seven tiles read back exactly.
+    let Some(ctx) = common::test_device() else {
+        return;
+    };
+    if !common::test_supports(&ctx, gpustream::gpu::Capability::BcReadback) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cond.gspk");
+    let (w, h) = (1024u32, 512u32);
+    let format = TextureFormat::Bc7;
+    let mip0 = bc_like(5, format.data_size(w, h) as usize);
+    let mut wr = PackWriter::create(
+        &path,
+        WriterOptions {
+            codec: Codec::Lz4,
+            level: 9,
+            threads: 1,
+            condition: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    wr.add_texture("t", format, w, h, std::slice::from_ref(&mip0))
+        .unwrap();
+    wr.finish().unwrap();
+    let pack = gpustream::pack::Pack::open(&path).unwrap();
+    let asset = pack.find("t").unwrap();
+    let broken = pack.tile(asset, 0, 1, 0).unwrap();
+    let tiles: Vec<_> = (0..2)
+        .flat_map(|y| (0..4).map(move |x| (x, y)))
+        .map(|(x, y)| (x, y, pack.tile(asset, 0, x, y).unwrap()))
+        .collect();
+    assert!(
+        tiles
+            .iter()
+            .all(|t| pack.blocks()[t.2 .0 as usize].transform
+                != gpustream::pack::BlockTransform::None)
+    );
+    drop(pack);
+    break_block(&path, broken.0);
+
+    let rt = Runtime::new(
+        &ctx.device,
+        &ctx.queue,
+        RuntimeConfig {
+            staging_size: 4 << 20,
+            cpu_threads: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(rt.compression_support(Codec::Lz4), CompressionSupport::Gpu);
+    let pf = rt.open_pack(&path).unwrap();
+    let tex = ctx.device.create_texture(&wgpu::TextureDescriptor {
+        label: Some("cond"),
+        size: wgpu::Extent3d {
+            width: w,
+            height: h,
+            depth_or_array_layers: 1,
+        },
+        mip_level_count: 1,
+        sample_count: 1,
+        dimension: wgpu::TextureDimension::D2,
+        format: format.wgpu(),
+        usage: wgpu::TextureUsages::COPY_DST | wgpu::TextureUsages::COPY_SRC,
+        view_formats: &[],
+    });
+    let q = rt.create_queue(QueueConfig::default());
+    let status = StatusArray::new(tiles.len());
+    for (i, &(x, y, _)) in tiles.iter().enumerate() {
+        let region = pf.pack().tile_region(asset, 0, x, y).unwrap();
+        q.enqueue(Request::new(
+            Source::Tile {
+                pack: pf.clone(),
+                asset,
+                mip: 0,
+                x,
+                y,
+            },
+            Destination::Texture {
+                texture: tex.clone(),
+                mip: 0,
+                origin: wgpu::Origin3d {
+                    x: region.x,
+                    y: region.y,
+                    z: 0,
+                },
+                extent: None,
+            },
+        ))
+        .unwrap();
+        q.enqueue_status(&status, i);
+    }
+    let fence = Fence::new();
+    q.enqueue_signal(&fence, 1);
+    q.submit();
+    assert!(fence.wait_timeout(1, Duration::from_secs(120)));
+    let got = read_texture_mip(&ctx, &tex, 0, format);
+    let row = format.data_size(w, 4) as usize;
+    for (i, &(x, y, id)) in tiles.iter().enumerate() {
+        match status.get(i) {
+            StatusEntry::Failed(f) if id == broken => {
+                assert!(
+                    matches!(*f.error, RequestError::GpuDecode { .. }),
+                    "{}",
+                    f.error
+                );
+            }
+            StatusEntry::Ok if id != broken => {
+                // Tile (x, y): 64 block rows of 1,024 bytes.
+                for r in 0..64 {
+                    let at = (y as usize * 64 + r) * row + x as usize * 1024;
+                    assert!(
+                        got[at..at + 1024] == mip0[at..at + 1024],
+                        "tile ({x},{y}) row {r}"
+                    );
+                }
+            }
+            other => panic!("tile ({x},{y}): {other:?}"),
+        }
+    }
+    let st = q.stats();
+    assert_eq!(st.blocks_gpu_unconditioned, tiles.len() as u64, "{st:?}");
+}
