@@ -11,8 +11,8 @@ use crate::codec::Codec;
 use serde::Serialize;
 use std::ops::Range;
 
-#[cfg(feature = "tools")]
 pub mod condition;
+#[cfg(feature = "tools")]
 pub mod demo;
 mod error;
 pub mod format;
