@@ -110,7 +110,7 @@ fn stream_blobs(
 #[test]
 fn a_pack_rewritten_while_open_and_mapped_keeps_its_own_bytes() {
     let fx = blob_pack(Codec::Lz4);
-    let rt = cpu_runtime_opening(IoConfig::default(), OpenMode::Buffered);
+    let rt = mapped_cpu_runtime();
     let old = rt.open_pack(&fx.path).unwrap();
     let want: Vec<Vec<u8>> = fx.blobs.iter().map(|(_, d)| d.clone()).collect();
     assert_eq!(stream_blobs(&rt, &old, &fx), want);
@@ -184,15 +184,27 @@ fn cpu_runtime_opening(io: IoConfig, open_mode: OpenMode) -> Runtime {
     .unwrap()
 }
 
+/// A CPU-only runtime that maps the packs it opens through the page cache
+/// (`map_cached_files`, off by default).
+fn mapped_cpu_runtime() -> Runtime {
+    Runtime::without_gpu(RuntimeConfig {
+        cpu_threads: 2,
+        open_mode: OpenMode::Buffered,
+        map_cached_files: true,
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 #[test]
 fn blobs_round_trip_whole_and_by_range_for_every_codec() {
     for codec in Codec::ALL {
         let fx = blob_pack(codec);
-        // Buffered packs are mapped by default; `map_cached_files: false`
-        // reads them with `pread` on the decode threads.
+        // Buffered packs are read with `pread` by default; with
+        // `map_cached_files` the decode threads read them in place.
         for (backend, open_mode, map) in [
-            (BackendKind::IoUring, OpenMode::Auto, true),
-            (BackendKind::Threads, OpenMode::Auto, true),
+            (BackendKind::IoUring, OpenMode::Auto, false),
+            (BackendKind::Threads, OpenMode::Auto, false),
             (BackendKind::Threads, OpenMode::Buffered, true),
             (BackendKind::Threads, OpenMode::Buffered, false),
         ] {
@@ -409,8 +421,10 @@ fn corrupt_block_fails_only_its_own_request(open_mode: OpenMode) {
 #[test]
 fn a_pack_truncated_after_open_fails_the_missing_blocks() {
     for open_mode in [OpenMode::Auto, OpenMode::Buffered] {
-        truncated_pack_fails_the_missing_blocks(open_mode);
+        truncated_pack_fails_the_missing_blocks(open_mode, false);
     }
+    // Mapped (opt-in): the cut faults, the handler marks the mapping.
+    truncated_pack_fails_the_missing_blocks(OpenMode::Buffered, true);
 }
 
 /// Cuts the pack at `path` (`len` bytes long) in the middle of blob6's
@@ -446,9 +460,15 @@ fn enqueue_blob(
     .unwrap();
 }
 
-fn truncated_pack_fails_the_missing_blocks(open_mode: OpenMode) {
+fn truncated_pack_fails_the_missing_blocks(open_mode: OpenMode, map: bool) {
     let fx = blob_pack(Codec::Lz4);
-    let rt = cpu_runtime_opening(IoConfig::default(), open_mode);
+    let rt = Runtime::without_gpu(RuntimeConfig {
+        cpu_threads: 2,
+        open_mode,
+        map_cached_files: map,
+        ..Default::default()
+    })
+    .unwrap();
     let pf = rt.open_pack(&fx.path).unwrap();
     // Cut the file in the middle of the last blob.
     let len = std::fs::metadata(&fx.path).unwrap().len();
@@ -487,7 +507,7 @@ fn truncated_pack_fails_the_missing_blocks(open_mode: OpenMode) {
 fn a_pack_cut_and_restored_while_open_reads_right_again() {
     let fx = blob_pack(Codec::Lz4);
     let whole = std::fs::read(&fx.path).unwrap();
-    let rt = cpu_runtime_opening(IoConfig::default(), OpenMode::Buffered);
+    let rt = mapped_cpu_runtime();
     let pf = rt.open_pack(&fx.path).unwrap();
     let last = pf.pack().find("blob6").unwrap();
     let q = rt.create_queue(QueueConfig::default());

@@ -106,17 +106,32 @@ pub struct RuntimeConfig {
     /// Map packs read through the page cache (`OpenMode::Buffered`, or a
     /// filesystem without O_DIRECT) read-only, so CPU decode threads check
     /// and decode blocks where the page cache holds them instead of copying
-    /// them out with `pread` first (default true; that copy was a quarter of
-    /// the CPU path's time per block). O_DIRECT packs are never mapped.
+    /// them out with `pread` first, and the I/O threads fill staging from
+    /// the mapping. O_DIRECT packs are never mapped.
     ///
-    /// A pack cut shorter while open still fails only the blocks past its
-    /// new end, with `RequestError::ShortRead`: the first mapping installs a
-    /// process-wide SIGBUS handler that turns a fault on a page of a
-    /// gpustream mapping into a page of zeros and a mark the decode thread
-    /// checks, and passes every other SIGBUS to the handler installed
-    /// before it (Rust's own, or the application's). An application that
-    /// installs its own SIGBUS handler afterwards, without chaining, should
-    /// set this to false.
+    /// Off by default: every pack is read with reads, and the runtime
+    /// installs no signal handler. Turning it on saves the `pread` copy
+    /// (about a tenth of the CPU path's time with the pack in the page
+    /// cache, docs/results.md) at two costs a library should not impose
+    /// unasked:
+    ///
+    /// - **A process-wide SIGBUS handler.** A mapped file cut shorter while
+    ///   open makes the kernel raise SIGBUS on the next access past its new
+    ///   end. The first mapping installs a handler that turns such a fault
+    ///   on a page of a gpustream mapping into a page of zeros and a mark
+    ///   the reader checks (the block then fails with
+    ///   `RequestError::ShortRead`, or is read again with `pread`), and
+    ///   passes every other SIGBUS to the handler installed before it
+    ///   (Rust's own, or the application's). A handler the application, a
+    ///   crash reporter or a runtime such as a JVM installs later without
+    ///   chaining turns a truncated pack into a process kill.
+    /// - **Bytes that can change under the reader.** The mapping is
+    ///   `MAP_SHARED`: another process rewriting the file in place (not by
+    ///   writing a new file and renaming it, as `PackWriter` does) changes
+    ///   the bytes while a block is checked and decoded. The checksum is
+    ///   taken over the bytes as read, so such a block fails or, if
+    ///   rewritten between check and decode, decodes other bytes; with
+    ///   reads, the block's bytes are the runtime's own copy.
     pub map_cached_files: bool,
     /// Record every request, signal and submit to this file (see
     /// [`trace`]); `gpustream replay` plays it back.
@@ -139,7 +154,7 @@ impl Default for RuntimeConfig {
             stored_copy_on_gpu: None,
             direct_buffer_blocks: 1024,
             bounce_limit: 64 << 20,
-            map_cached_files: true,
+            map_cached_files: false,
             trace: None,
         }
     }

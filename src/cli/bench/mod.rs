@@ -78,11 +78,12 @@ pub struct Args {
     /// hand-written baseline skips crc32c.
     #[arg(long)]
     no_verify: bool,
-    /// Read buffered packs with `pread` instead of mapping them
-    /// (`RuntimeConfig::map_cached_files = false`), to see what the mapping
+    /// Map buffered packs instead of reading them with `pread`
+    /// (`RuntimeConfig::map_cached_files = true`, off by default: it
+    /// installs a process-wide SIGBUS handler), to see what the mapping
     /// saves.
     #[arg(long)]
-    no_map: bool,
+    map: bool,
     /// The GPU LZ4 decoder's variant for the gpu-lz4 cases (`subgroup-v2`,
     /// `subgroup-v2-pair`, ...: the names `cargo bench --bench gpu_lz4`
     /// reports). Default: the one the runtime picks for the adapter.
@@ -242,7 +243,7 @@ pub fn run(args: Args) -> CliResult {
         sustained: args.sustained,
         ahead: args.ahead.map(|a| a.max(1)),
         verify: !args.no_verify,
-        map: !args.no_map,
+        map: args.map,
         lz4_path,
         trace: args.trace.clone(),
         progress,
