@@ -14,6 +14,8 @@
 //! (docs/dependencies.md).
 
 #![warn(missing_docs)]
+// Every unsafe block and impl states why it is sound (`// SAFETY:`).
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 // The README's library example and docs/runtime.md's walkthrough are
 // compiled with the doctests, so they cannot drift from the API.

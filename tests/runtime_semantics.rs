@@ -441,3 +441,39 @@ fn enqueue_on_a_full_queue_waits_and_is_woken_by_completions() {
     }
     assert_eq!(q.stats().completed, 2000);
 }
+
+/// Reading host memory does not hold a lock the queue needs: a closure
+/// given to `with_bytes` may enqueue into the same memory. A request on
+/// the bytes being read is refused at once (`DestinationBusy`), one on
+/// other bytes is accepted and delivered.
+#[test]
+fn a_reader_of_host_memory_may_enqueue_into_it() {
+    let rt = runtime();
+    let q = memory_queue(&rt, 64);
+    let mem = HostMemory::new(2048);
+    let d = block(9, 1024);
+    let (same, other) = mem
+        .with_bytes(0..1024, |_| {
+            let enqueue = |offset| {
+                q.enqueue(Request::new(
+                    lz4_source(&d),
+                    Destination::Memory {
+                        memory: mem.clone(),
+                        offset,
+                    },
+                ))
+            };
+            (enqueue(512), enqueue(1024))
+        })
+        .unwrap();
+    assert!(
+        matches!(same, Err(RequestError::DestinationBusy { .. })),
+        "{same:?}"
+    );
+    assert!(other.is_ok(), "{other:?}");
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    assert!(f.wait_timeout(1, Duration::from_secs(60)));
+    assert!(mem.with_bytes(1024..2048, |b| b == &d[..]).unwrap());
+}

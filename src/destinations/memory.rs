@@ -10,16 +10,42 @@ struct Inner {
     /// made: each writer and reader gets a slice of its own range only.
     data: *mut u8,
     len: usize,
-    /// Byte ranges that requests in flight may write. Reads of the memory
-    /// must not overlap them, and a new request may not claim a range that
-    /// overlaps one: that is what makes the runtime's writes race-free.
-    claims: Mutex<Vec<(u64, Range<usize>)>>,
+    /// Who may touch which bytes: the runtime's writes and the
+    /// application's reads, which never overlap.
+    claims: Mutex<Claims>,
+}
+
+/// Byte ranges in use, with the id of their user.
+#[derive(Default)]
+struct Claims {
+    /// Ranges that requests in flight may write. A read must not overlap
+    /// them, and a new request may not claim a range that overlaps one:
+    /// that is what makes the runtime's writes race-free.
+    writes: Vec<(u64, Range<usize>)>,
+    /// Ranges `with_bytes` is reading now. A request may not claim a range
+    /// that overlaps one. The lock is not held while the reader's closure
+    /// runs, so the closure may enqueue requests (on other bytes).
+    reads: Vec<(u64, Range<usize>)>,
+    next_read: u64,
+}
+
+fn overlapping<'a>(
+    ranges: &'a [(u64, Range<usize>)],
+    range: &Range<usize>,
+) -> Option<&'a Range<usize>> {
+    ranges
+        .iter()
+        .map(|(_, r)| r)
+        .find(|r| r.start < range.end && range.start < r.end)
 }
 
 // SAFETY: all writes go through claimed, disjoint ranges (checked in
-// `claim`), and reads through `with_bytes`, which refuses ranges with a claim
-// in flight while holding the claims lock so no new claim can start.
+// `claim`), and reads through `with_bytes`, which registers its range under
+// the claims lock only where no claim overlaps it, and a claim is refused
+// where a registered read overlaps it.
 unsafe impl Sync for Inner {}
+// SAFETY: `Inner` owns its allocation (freed once, in `Drop`) and holds no
+// thread-bound state; moving it to another thread moves that ownership.
 unsafe impl Send for Inner {}
 
 impl Drop for Inner {
@@ -41,12 +67,24 @@ pub struct HostMemory {
     inner: Arc<Inner>,
 }
 
-/// A read of host memory overlapped a range a request is still writing.
+/// Why a read of host memory was refused.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-#[error("host memory bytes {range:?} are still being written by a request in flight")]
-pub struct HostMemoryBusy {
-    /// The overlapping range.
-    pub range: Range<usize>,
+#[non_exhaustive]
+pub enum HostMemoryError {
+    /// The range overlaps one a request in flight is still writing.
+    #[error("host memory bytes {range:?} are still being written by a request in flight")]
+    Busy {
+        /// The overlapping range the request writes.
+        range: Range<usize>,
+    },
+    /// The range does not lie inside the memory.
+    #[error("bytes {range:?} lie outside host memory of {len} bytes")]
+    OutOfBounds {
+        /// The range asked for.
+        range: Range<usize>,
+        /// The memory's size.
+        len: usize,
+    },
 }
 
 impl std::fmt::Debug for HostMemory {
@@ -65,7 +103,7 @@ impl HostMemory {
             inner: Arc::new(Inner {
                 data,
                 len,
-                claims: Mutex::new(Vec::new()),
+                claims: Mutex::new(Claims::default()),
             }),
         }
     }
@@ -85,25 +123,50 @@ impl HostMemory {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// Runs `f` on bytes `range` once no request in flight writes them.
+    /// Runs `f` on bytes `range`, unless a request in flight writes any of
+    /// them ([`HostMemoryError::Busy`]) or the range leaves the memory
+    /// ([`HostMemoryError::OutOfBounds`]).
+    ///
+    /// While `f` runs, the range is held for reading: a request enqueued
+    /// meanwhile (by `f` itself, or by another thread) whose destination
+    /// overlaps it is refused with `RequestError::DestinationBusy`; one on
+    /// other bytes of the same memory is accepted.
     pub fn with_bytes<R>(
         &self,
         range: Range<usize>,
         f: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R, HostMemoryBusy> {
-        let claims = self.inner.claims.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, c)) = claims
-            .iter()
-            .find(|(_, c)| c.start < range.end && range.start < c.end)
-        {
-            return Err(HostMemoryBusy { range: c.clone() });
-        }
+    ) -> Result<R, HostMemoryError> {
         if range.start > range.end || range.end > self.inner.len {
-            return Err(HostMemoryBusy { range });
+            return Err(HostMemoryError::OutOfBounds {
+                range,
+                len: self.inner.len,
+            });
         }
-        // SAFETY: the range is inside the allocation; no claim overlaps it
-        // and none can start while we hold the lock, so nothing writes these
-        // bytes during `f`.
+        let id = {
+            let mut claims = self.inner.claims.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(c) = overlapping(&claims.writes, &range) {
+                return Err(HostMemoryError::Busy { range: c.clone() });
+            }
+            let id = claims.next_read;
+            claims.next_read += 1;
+            claims.reads.push((id, range.clone()));
+            id
+        };
+        // Removes the read when `f` returns or unwinds.
+        struct Reading<'a>(&'a Inner, u64);
+        impl Drop for Reading<'_> {
+            fn drop(&mut self) {
+                let mut claims = self.0.claims.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(i) = claims.reads.iter().position(|(id, _)| *id == self.1) {
+                    claims.reads.swap_remove(i);
+                }
+            }
+        }
+        let _reading = Reading(&self.inner, id);
+        // SAFETY: the range is inside the allocation (checked above); no
+        // claim overlapped it when the read was registered, and none that
+        // overlaps it can be made until `_reading` is dropped after `f`, so
+        // nothing writes these bytes while the slice lives.
         let bytes = unsafe {
             std::slice::from_raw_parts(self.inner.data.add(range.start), range.end - range.start)
         };
@@ -111,20 +174,18 @@ impl HostMemory {
     }
 
     /// A copy of all the bytes, once no request writes any of them.
-    pub fn to_vec(&self) -> Result<Vec<u8>, HostMemoryBusy> {
+    pub fn to_vec(&self) -> Result<Vec<u8>, HostMemoryError> {
         self.with_bytes(0..self.len(), |b| b.to_vec())
     }
 
     /// Claims `range` for request `id`; fails if another claim overlaps.
     pub(crate) fn claim(&self, id: u64, range: Range<usize>) -> Result<HostClaim, Range<usize>> {
         let mut claims = self.inner.claims.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, c)) = claims
-            .iter()
-            .find(|(_, c)| c.start < range.end && range.start < c.end)
+        if let Some(c) = overlapping(&claims.writes, &range).or(overlapping(&claims.reads, &range))
         {
             return Err(c.clone());
         }
-        claims.push((id, range.clone()));
+        claims.writes.push((id, range.clone()));
         Ok(HostClaim {
             mem: self.clone(),
             id,
@@ -186,10 +247,11 @@ impl HostClaim {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         if let Some(i) = claims
+            .writes
             .iter()
             .position(|(id, r)| *id == self.id && *r == self.range)
         {
-            claims.swap_remove(i);
+            claims.writes.swap_remove(i);
         }
     }
 }
@@ -205,13 +267,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_reader_may_claim_other_bytes_but_not_its_own() {
+        let m = HostMemory::new(100);
+        // Inside the closure the lock is free: claiming other bytes works,
+        // claiming the bytes being read is refused, and neither deadlocks.
+        let (other, same) = m
+            .with_bytes(0..50, |_| {
+                (
+                    m.claim(1, 50..60).map(|c| c.range.clone()),
+                    m.claim(2, 40..60).err(),
+                )
+            })
+            .unwrap();
+        assert_eq!(other, Ok(50..60));
+        assert_eq!(same, Some(0..50));
+        // The read is over: its bytes can be claimed again.
+        assert!(m.claim(3, 0..50).is_ok());
+    }
+
+    #[test]
+    fn out_of_bounds_and_busy_are_told_apart() {
+        let m = HostMemory::new(10);
+        assert_eq!(
+            m.with_bytes(5..11, |_| ()).err(),
+            Some(HostMemoryError::OutOfBounds {
+                range: 5..11,
+                len: 10
+            })
+        );
+        let _c = m.claim(1, 2..4).unwrap();
+        assert_eq!(
+            m.with_bytes(0..10, |_| ()).err(),
+            Some(HostMemoryError::Busy { range: 2..4 })
+        );
+    }
+
+    #[test]
     fn claims_exclude_overlap_and_reads() {
         let m = HostMemory::new(100);
         let c = m.claim(1, 10..20).unwrap();
         assert_eq!(m.claim(2, 15..30).err(), Some(10..20));
         assert!(m.with_bytes(0..11, |_| ()).is_err());
         assert!(m.with_bytes(20..30, |_| ()).is_ok());
+        // SAFETY: the only slice of this claim made in this test, and it
+        // is dropped at the end of the statement.
         unsafe { c.part_mut(0..1).unwrap()[0] = 7 };
+        // SAFETY: refused (outside the claim), so no slice is made.
         assert!(unsafe { c.part_mut(5..11) }.is_none());
         drop(c);
         assert_eq!(m.to_vec().unwrap()[10], 7);

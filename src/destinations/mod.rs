@@ -10,4 +10,4 @@ mod memory;
 pub mod texture;
 
 pub(crate) use memory::HostClaim;
-pub use memory::{HostMemory, HostMemoryBusy};
+pub use memory::{HostMemory, HostMemoryError};

@@ -292,7 +292,10 @@ impl StagingRing {
     /// still mapped).
     pub fn recycle(&mut self, chunk: usize) {
         let ch = &mut self.chunks[chunk];
-        debug_assert_eq!(ch.outstanding, 0);
+        assert_eq!(
+            ch.outstanding, 0,
+            "a recycled chunk has no reservation left to write"
+        );
         ch.used = 0;
         ch.weight = 0;
         ch.state = ChunkState::Free;
@@ -302,7 +305,10 @@ impl StagingRing {
     /// bytes used.
     pub fn unmap_for_gpu(&mut self, chunk: usize) -> (wgpu::Buffer, u64) {
         let ch = &mut self.chunks[chunk];
-        debug_assert_eq!(ch.outstanding, 0);
+        assert_eq!(
+            ch.outstanding, 0,
+            "a chunk is unmapped only once every reservation in it is written"
+        );
         ch.ptr = None;
         ch.view = None;
         ch.buffer.unmap();
