@@ -127,7 +127,8 @@ fn dst_extent(d: BlockDesc) -> u32 {
 }
 
 fn valid(d: BlockDesc) -> bool {
-    let out_len = arrayLength(&output) * 4u;
+    // Clamped so a binding of 4 GiB or more does not wrap (as the twin).
+    let out_len = min(arrayLength(&output), 0x3fffffffu) * 4u;
     let extent = dst_extent(d);
     if (d.transform == 0u || d.transform > TRANSFORM_LAST) {
         return false;

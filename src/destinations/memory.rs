@@ -129,8 +129,11 @@ impl HostMemory {
     ///
     /// While `f` runs, the range is held for reading: a request enqueued
     /// meanwhile (by `f` itself, or by another thread) whose destination
-    /// overlaps it is refused with `RequestError::DestinationBusy`; one on
-    /// other bytes of the same memory is accepted.
+    /// overlaps it is refused with `RequestError::DestinationBusy` rather
+    /// than waiting; one on other bytes of the same memory is accepted. An
+    /// application that reads on one thread while another enqueues into the
+    /// same bytes orders the two itself (a fence, or reading only ranges
+    /// whose requests have completed).
     pub fn with_bytes<R>(
         &self,
         range: Range<usize>,

@@ -77,7 +77,7 @@ fn dst_extent(d: &Lz4BlockDesc) -> u32 {
 
 /// The shader's descriptor check against an output of `out_words` words.
 fn valid(d: &Lz4BlockDesc, out_words: usize) -> bool {
-    let out_len = (out_words as u64 * 4).min(u32::MAX as u64) as u32;
+    let out_len = out_words.min(0x3fff_ffff) as u32 * 4;
     let extent = dst_extent(d);
     let t = d.reserved[0];
     if t == 0 || t > TRANSFORM_LAST {

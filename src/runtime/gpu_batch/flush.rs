@@ -396,7 +396,12 @@ fn build_tables(
                 let transform = e.part.block.transform;
                 // `plan::classify` sends conditioned blocks to the GPU
                 // only for textures, whose regions are in the scratch.
-                debug_assert!(transform == BlockTransform::None || target == 0);
+                // Checked in release builds too: taking the plain path would
+                // deliver the block in its conditioned order and call it Ok.
+                assert!(
+                    transform == BlockTransform::None || target == 0,
+                    "a conditioned block planned for a buffer written directly"
+                );
                 if transform != BlockTransform::None && target == 0 {
                     // Decoded linearly past the regions, in its
                     // conditioned order; the un-conditioning pass then
