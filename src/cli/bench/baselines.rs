@@ -45,7 +45,7 @@ pub(super) struct PassTime {
 /// A baseline that bench runs one pass at a time, so that its passes can
 /// alternate with the runtime's and both meet the same machine: on a
 /// shared VM whose host steals CPU time in spells, a baseline timed whole
-/// after the runtime measured another machine (issue #10).
+/// after the runtime measured another machine.
 pub(super) trait BaselineRun {
     /// One pass (the first one is the warm-up).
     fn pass(&mut self) -> Result<PassTime, String>;

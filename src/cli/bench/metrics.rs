@@ -109,7 +109,7 @@ pub struct HostSide {
     /// a GPU would do by DMA.
     pub wgpu_submit_s_per_gb: f64,
     /// The submission thread's CPU s/GB less its time inside wgpu's submit:
-    /// the runtime's own work (what issue #10's 0.02 s/GB target is about).
+    /// the runtime's own work (what the 0.02 s/GB host-side target is about).
     pub submit_own_s_per_gb: Option<f64>,
     /// Blocks one decode dispatch puts in flight: LZ4 blocks per LZ4
     /// dispatch, or (no LZ4) stored blocks per stored-copy dispatch.
@@ -187,7 +187,7 @@ pub(super) fn host_side(
     }
 }
 
-/// One of issue #10's targets, read against a row.
+/// One of the host-side targets, read against a row.
 #[derive(Serialize, Clone, Debug)]
 pub struct TargetCheck {
     /// The figure.

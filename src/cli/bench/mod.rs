@@ -8,7 +8,7 @@
 //! - [`cases`]: the pack variant per codec, the requests and destinations;
 //! - [`baselines`]: the hand-written loop and the `write_buffer` loop;
 //! - [`metrics`]: CPU time, submission-thread time, per-dispatch and
-//!   per-MiB counts, and issue #10's targets;
+//!   per-MiB counts, and the host-side targets;
 //! - [`report`]: the rows, tables, JSON and plot.
 
 mod baselines;

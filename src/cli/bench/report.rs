@@ -158,7 +158,7 @@ pub(super) fn print(r: &BenchReport) {
         ]);
     }
     print!("{t}");
-    println!("host side (per GB or MiB delivered over the timed passes; issue #10 targets below):");
+    println!("host side (per GB or MiB delivered over the timed passes; the host-side targets below):");
     print!("{}", host_table(&r.rows));
     let checks: Vec<String> = r
         .rows
@@ -179,12 +179,12 @@ pub(super) fn print(r: &BenchReport) {
         })
         .collect();
     if !checks.is_empty() {
-        println!("targets (issue #10):");
+        println!("targets (host side):");
         for c in checks {
             println!("{c}");
         }
     } else if r.page_cache_bypassed {
-        println!("targets (issue #10): set for runs with the page cache warm (--buffered); none read here");
+        println!("targets (host side): set for runs with the page cache warm (--buffered); none read here");
     }
     println!("where the time goes (per pass, summed over threads/chunks in flight):");
     for row in &r.rows {
