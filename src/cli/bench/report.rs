@@ -158,7 +158,9 @@ pub(super) fn print(r: &BenchReport) {
         ]);
     }
     print!("{t}");
-    println!("host side (per GB or MiB delivered over the timed passes; the host-side targets below):");
+    println!(
+        "host side (per GB or MiB delivered over the timed passes; the host-side targets below):"
+    );
     print!("{}", host_table(&r.rows));
     let checks: Vec<String> = r
         .rows
