@@ -12,6 +12,11 @@ use std::path::{Path, PathBuf};
 /// fraction of its packing time (docs/results.md).
 pub const LZ4_DEFAULT_LEVEL: i32 = 9;
 
+/// The GDeflate level `pack` uses unless told: the reference compressor's
+/// strongest, its near-optimal parse (docs/results.md has its ratio and
+/// packing time beside the other levels').
+pub const GDEFLATE_DEFAULT_LEVEL: i32 = 12;
+
 /// Arguments of `gpustream pack`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,7 +35,8 @@ pub struct Args {
     /// The codec's level. lz4: 0 is the fast compressor, 1..=12 LZ4 HC
     /// (10..=12 its optimal parse), all read by the same decoders; the
     /// default is HC level 9, the best trade measured (docs/results.md).
-    /// zstd: 1..=22, default 0 (zstd's own default, 3).
+    /// zstd: 1..=22, default 0 (zstd's own default, 3). gdeflate: 0..=12
+    /// (0 writes stored deflate blocks), default 12.
     #[arg(long)]
     level: Option<i32>,
     /// Do not try BCn conditioning. By default every compressed BC1, BC3,
@@ -127,6 +133,7 @@ pub fn run(args: Args) -> CliResult {
         let range = match args.codec {
             Codec::Lz4 => 0..=gpustream::codec::LZ4_MAX_LEVEL,
             Codec::Zstd => 0..=22,
+            Codec::GDeflate => 0..=gpustream::codec::gdeflate::MAX_LEVEL,
             Codec::None => 0..=0,
         };
         if !range.contains(&level) {
@@ -151,6 +158,7 @@ pub fn run(args: Args) -> CliResult {
             codec: args.codec,
             level: args.level.unwrap_or(match args.codec {
                 Codec::Lz4 => LZ4_DEFAULT_LEVEL,
+                Codec::GDeflate => GDEFLATE_DEFAULT_LEVEL,
                 _ => 0,
             }),
             lz4_sub_block: args.sub_block_kib << 10,

@@ -339,6 +339,14 @@ fn worker<'a, 'p, 'm>(
                     z.decompress_to_buffer(stored, dst)
                         .map_err(|e| fail(e.to_string()))?
                 }
+                // The library's own GDeflate decoder: the same one the
+                // runtime's CPU threads run (there is no other Rust one).
+                Codec::GDeflate => {
+                    Codec::GDeflate
+                        .decompress_into(stored, dst)
+                        .map_err(|e| fail(e.to_string()))?;
+                    dst.len()
+                }
                 Codec::None => {
                     if stored.len() != dst.len() {
                         return Err(fail("stored size differs from size".into()));

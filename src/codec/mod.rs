@@ -1,5 +1,5 @@
-//! Block codecs: one [`Codec`] type for the three ways a pack block can be
-//! stored (`none`, `lz4`, `zstd`).
+//! Block codecs: one [`Codec`] type for the four ways a pack block can be
+//! stored (`none`, `lz4`, `zstd`, `gdeflate`).
 //!
 //! Every block holds at most [`MAX_BLOCK_SIZE`] bytes of uncompressed data. The
 //! compressed bytes come from an untrusted file, so decompression writes into a
@@ -8,6 +8,8 @@
 //! is an error. Nothing here allocates by a size read from the stream.
 
 use serde::{Deserialize, Serialize};
+
+pub mod gdeflate;
 
 /// The largest uncompressed block a pack may hold: 64 KiB.
 pub const MAX_BLOCK_SIZE: usize = 64 * 1024;
@@ -23,6 +25,10 @@ pub enum Codec {
     Lz4 = 1,
     /// A zstd frame.
     Zstd = 2,
+    /// One GDeflate 1.0 page: deflate dealt out to 32 sub-streams for GPU
+    /// lanes ([`gdeflate`]), the bytes `VK_EXT_memory_decompression` takes.
+    #[serde(rename = "gdeflate")]
+    GDeflate = 3,
 }
 
 /// What went wrong decoding (or encoding) one block.
@@ -152,8 +158,9 @@ impl std::str::FromStr for Codec {
             "none" | "raw" => Ok(Codec::None),
             "lz4" => Ok(Codec::Lz4),
             "zstd" => Ok(Codec::Zstd),
+            "gdeflate" => Ok(Codec::GDeflate),
             other => Err(format!(
-                "unknown codec '{other}' (expected none, lz4 or zstd)"
+                "unknown codec '{other}' (expected none, lz4, zstd or gdeflate)"
             )),
         }
     }
@@ -161,7 +168,7 @@ impl std::str::FromStr for Codec {
 
 impl Codec {
     /// All codecs, in id order.
-    pub const ALL: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];
+    pub const ALL: [Codec; 4] = [Codec::None, Codec::Lz4, Codec::Zstd, Codec::GDeflate];
 
     /// The codec's lower-case name, as the CLI and JSON spell it.
     pub fn name(self) -> &'static str {
@@ -169,6 +176,7 @@ impl Codec {
             Codec::None => "none",
             Codec::Lz4 => "lz4",
             Codec::Zstd => "zstd",
+            Codec::GDeflate => "gdeflate",
         }
     }
 
@@ -183,6 +191,7 @@ impl Codec {
             0 => Ok(Codec::None),
             1 => Ok(Codec::Lz4),
             2 => Ok(Codec::Zstd),
+            3 => Ok(Codec::GDeflate),
             other => Err(CodecError::UnknownCodec(other)),
         }
     }
@@ -194,6 +203,7 @@ impl Codec {
             Codec::None => uncompressed,
             Codec::Lz4 => lz4_flex::block::get_maximum_output_size(uncompressed),
             Codec::Zstd => zstd::zstd_safe::compress_bound(uncompressed),
+            Codec::GDeflate => gdeflate::max_page_size(uncompressed),
         }
     }
 
@@ -202,7 +212,9 @@ impl Codec {
     /// `lz4_flex`'s fast compressor, 1..=12 liblz4's HC levels (10..=12
     /// its optimal parse), which need the `lz4-hc` feature (on with
     /// `tools`). Every LZ4 level writes the same block format, read by the
-    /// same decoders. Ignored for `none`.
+    /// same decoders. GDeflate takes the reference compressor's levels
+    /// 0..=12 (0 writes stored deflate blocks) and needs the
+    /// `gdeflate-encode` feature (on with `tools`). Ignored for `none`.
     pub fn compress_into(
         self,
         src: &[u8],
@@ -245,6 +257,7 @@ impl Codec {
                     })?;
                 out.truncate(start + n);
             }
+            Codec::GDeflate => gdeflate::compress_page(src, level, out)?,
         }
         Ok(out.len() - start)
     }
@@ -295,6 +308,10 @@ impl Codec {
                     codec: self,
                     reason: e.to_string(),
                 })?
+            }
+            Codec::GDeflate => {
+                gdeflate::decompress_page(src, dst)?;
+                dst.len()
             }
         };
         if got != dst.len() {
