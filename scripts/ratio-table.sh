@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs the same inputs at each LZ4 level and BCn conditioning setting (and
-# zstd beside them) and prints one Markdown row per setting: stored bytes,
+# zstd and GDeflate beside them) and prints one Markdown row per setting: stored bytes,
 # ratio, ratio against LZ4's fast compressor without conditioning (what
 # `gpustream pack --level 0 --no-condition` writes), pack time, and the
 # median LZ4 sequences per block (`gpustream info`).
@@ -32,6 +32,8 @@ settings=(
   "lz4 HC 12 + conditioning|--codec lz4 --level 12"
   "zstd 19|--codec zstd --level 19 --no-condition"
   "zstd 19 + conditioning|--codec zstd --level 19"
+  "gdeflate 12|--codec gdeflate --level 12 --no-condition"
+  "gdeflate 12 + conditioning (gdeflate default)|--codec gdeflate --level 12"
 )
 echo "| setting | stored bytes | ratio | vs lz4 fast | conditioned blocks | pack s | LZ4 seq/block (median) |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"

@@ -14,15 +14,20 @@ use super::BoxError;
 
 /// The pack for a case: the source pack re-encoded with the case's codec
 /// (and, when `sub_block` is not 0, LZ4 in sub-blocks of that many bytes;
-/// with `hc`, at `gpustream pack`'s default LZ4 HC level with BCn
-/// conditioning), cached beside it.
+/// with `packed`, as `gpustream pack` writes that codec by default: at
+/// its default level (LZ4 HC 9, GDeflate 12) with BCn conditioning),
+/// cached beside it.
 pub(super) fn variant(
     src: &Path,
     codec: Codec,
     sub_block: u32,
-    hc: bool,
+    packed: bool,
 ) -> Result<PathBuf, BoxError> {
-    let hc_level = crate::cli::pack::LZ4_DEFAULT_LEVEL;
+    let hc = packed;
+    let hc_level = match codec {
+        Codec::GDeflate => crate::cli::pack::GDEFLATE_DEFAULT_LEVEL,
+        _ => crate::cli::pack::LZ4_DEFAULT_LEVEL,
+    };
     let pack = Pack::open(src)?;
     let split = |b: &gpustream::pack::Block| b.sub_blocks > 0;
     if pack
@@ -44,8 +49,10 @@ pub(super) fn variant(
         0 => codec.name().to_string(),
         n => format!("{}-sub{}k", codec.name(), n >> 10),
     };
-    if hc {
+    if hc && codec == Codec::Lz4 {
         name.push_str(&format!("-hc{hc_level}-cond"));
+    } else if hc {
+        name.push_str(&format!("-l{hc_level}-cond"));
     }
     let out = dir.join(format!("{stem}.{name}.gspk"));
     let src_meta = std::fs::metadata(src)?;
@@ -61,7 +68,7 @@ pub(super) fn variant(
     );
     let level = match codec {
         Codec::Zstd => 3,
-        Codec::Lz4 if hc => hc_level,
+        Codec::Lz4 | Codec::GDeflate if hc => hc_level,
         _ => 0,
     };
     // Written beside and renamed into place, so a second bench process

@@ -47,8 +47,9 @@ pub struct Args {
     /// Cases: none, cpu-lz4, cpu-zstd, gpu-lz4, and, not in the default
     /// list, gpu-lz4-sub (LZ4 in 16 KiB sub-blocks decoded on the GPU) and
     /// cpu-lz4-hc, gpu-lz4-hc (the pack at LZ4 HC level 9 with BCn
-    /// conditioning, as `gpustream pack` writes it by default)
-    /// (comma-separated).
+    /// conditioning, as `gpustream pack` writes it by default) and
+    /// cpu-gdeflate (GDeflate level 12 with conditioning, as `gpustream
+    /// pack --codec gdeflate` writes it) (comma-separated).
     #[arg(long, value_delimiter = ',')]
     cases: Option<Vec<String>>,
     /// Keep later batches queued before waiting on the current one, as a
@@ -194,6 +195,7 @@ pub fn run(args: Args) -> CliResult {
         "gpu-lz4-sub",
         "cpu-lz4-hc",
         "gpu-lz4-hc",
+        "cpu-gdeflate",
     ];
     let cases: Vec<String> = args
         .cases
@@ -282,6 +284,7 @@ pub fn run(args: Args) -> CliResult {
         let codec = match case.as_str() {
             "none" => Codec::None,
             "cpu-zstd" => Codec::Zstd,
+            c if c.ends_with("-gdeflate") => Codec::GDeflate,
             _ => Codec::Lz4,
         };
         // lavapipe and other software adapters run the decoder at tens of
@@ -303,9 +306,10 @@ pub fn run(args: Args) -> CliResult {
         // The sub-block case streams the pack written with 16 KiB LZ4
         // sub-blocks (docs/pack-format.md): four times the blocks per batch.
         let sub_block = if case == "gpu-lz4-sub" { 16 << 10 } else { 0 };
-        // The HC cases stream the pack as `gpustream pack` writes it by
-        // default: LZ4 HC level 9, BCn-conditioned where that is smaller.
-        let hc = case.ends_with("-hc");
+        // The HC and GDeflate cases stream the pack as `gpustream pack`
+        // writes that codec by default: LZ4 HC level 9 or GDeflate level
+        // 12, BCn-conditioned where that is smaller.
+        let hc = case.ends_with("-hc") || codec == Codec::GDeflate;
         let path = plan
             .progress
             .suspend(|| cases::variant(&src, codec, sub_block, hc))?;
