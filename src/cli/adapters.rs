@@ -40,6 +40,13 @@ pub fn run(_args: Args) -> CliResult {
             info.subgroup_min_size,
             info.subgroup_max_size
         );
+        // The driver's own GDeflate decoder. gpustream decodes GDeflate
+        // with its WGSL decoder either way; this says whether the driver
+        // could instead.
+        println!(
+            "  driver GDeflate decoder: {}",
+            gpustream::gpu::memory_decompression_extension(&a).unwrap_or("none (no VK_EXT/VK_NV_memory_decompression)")
+        );
     }
     println!("(wgpu's noop backend: --adapter noop)");
     match gpustream::gpu::open_device() {
