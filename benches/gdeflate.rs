@@ -8,8 +8,10 @@
 //! Decoding is timed in interleaved rounds, alternating which side goes
 //! first, and each side's fastest round counts (this machine is shared).
 //!
-//! Run: `cargo bench --bench gdeflate [-- PACK... [--json]]`. Without packs
-//! it builds and uses the 32 MiB demo pack of `benches/codec.rs`.
+//! Run: `cargo bench --bench gdeflate [-- PACK... [--json] [--decode-only]]`.
+//! Without packs it builds and uses the 32 MiB demo pack of
+//! `benches/codec.rs`. `--decode-only` skips the ratios (their columns
+//! then read 1.000).
 
 use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{BlockId, Pack};
@@ -32,9 +34,11 @@ fn load(path: &std::path::Path) -> Corpus {
     let mut stored = Vec::new();
     for (i, b) in pack.blocks().iter().enumerate() {
         let id = BlockId(i as u32);
-        pack.read_stored(&file, id, &mut stored).expect("read block");
+        pack.read_stored(&file, id, &mut stored)
+            .expect("read block");
         let mut out = vec![0u8; b.size as usize];
-        pack.check_block(id, &stored, &mut out).expect("decode block");
+        pack.check_block(id, &stored, &mut out)
+            .expect("decode block");
         let page = Codec::GDeflate.compress(&out, 12).expect("gdeflate");
         plain.push(out);
         pages.push(page);
@@ -112,6 +116,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let json = args.iter().any(|a| a == "--json");
     let quick = args.iter().any(|a| a == "--test");
+    // Decoding only: skip compressing every block with the other codecs.
+    let decode_only = args.iter().any(|a| a == "--decode-only");
     let mut packs: Vec<PathBuf> = args
         .iter()
         .filter(|a| !a.starts_with("--"))
@@ -168,13 +174,19 @@ fn main() {
         // Both decoders give the block back.
         for (i, b) in c.plain.iter().enumerate() {
             let mut a = vec![0u8; b.len()];
-            Codec::GDeflate.decompress_into(&c.pages[i], &mut a).unwrap();
+            Codec::GDeflate
+                .decompress_into(&c.pages[i], &mut a)
+                .unwrap();
             assert_eq!(&a, b, "block {i}");
         }
-        let gdeflate = stored_total(&c, Codec::GDeflate, 12);
-        let lz4 = stored_total(&c, Codec::Lz4, 0);
-        let lz4_hc = stored_total(&c, Codec::Lz4, 9);
-        let zstd = stored_total(&c, Codec::Zstd, 19);
+        let total_of = |codec, level| match decode_only {
+            true => total,
+            false => stored_total(&c, codec, level),
+        };
+        let gdeflate = total_of(Codec::GDeflate, 12);
+        let lz4 = total_of(Codec::Lz4, 0);
+        let lz4_hc = total_of(Codec::Lz4, 9);
+        let zstd = total_of(Codec::Zstd, 19);
         let gbs = |t: f64| total as f64 / t / 1e9;
         rows.push(serde_json::json!({
             "corpus": c.name,

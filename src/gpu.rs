@@ -376,9 +376,9 @@ pub fn memory_decompression_extension(adapter: &wgpu::Adapter) -> Option<&'stati
         // through it, and the guard is dropped before `adapter` can be.
         let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
         let caps = hal.physical_device_capabilities();
-        MEMORY_DECOMPRESSION_EXTENSIONS.into_iter().find(|name| {
-            std::ffi::CString::new(*name).is_ok_and(|c| caps.supports_extension(&c))
-        })
+        MEMORY_DECOMPRESSION_EXTENSIONS
+            .into_iter()
+            .find(|name| std::ffi::CString::new(*name).is_ok_and(|c| caps.supports_extension(&c)))
     }
     #[cfg(not(target_os = "linux"))]
     {

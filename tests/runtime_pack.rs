@@ -763,11 +763,18 @@ fn texture_pack(dir: &Path, codec: Codec) -> (std::path::PathBuf, Textures) {
 /// block to the next, 8 bytes of noisy indices. Stored field by field they
 /// compress far better, so the packer conditions them.
 fn bc_like(seed: u64, len: usize) -> Vec<u8> {
-    let noise = content(seed, len);
+    // Index-like noise: no runs for an LZ coder to find in the plain
+    // interleaving (as in real BC7 indices).
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..len)
         .map(|i| match i % 16 {
             k @ 0..8 => ((i / 16 / 64) as u8).wrapping_add(k as u8 * 31),
-            _ => noise[i].wrapping_mul(167).wrapping_add((i / 3) as u8),
+            _ => {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            }
         })
         .collect()
 }
@@ -922,15 +929,15 @@ fn stream_textures_with(
         assert!(pack.blocks().iter().any(|b| b.sub_blocks > 0));
     }
     // zstd finds most of what the split exposes by itself: its blocks
-    // are rarely conditioned, LZ4's mostly.
-    if condition && codec == Codec::Lz4 {
-        let pack = gpustream::pack::Pack::open(&path).unwrap();
-        let conditioned = pack
-            .blocks()
-            .iter()
-            .filter(|b| b.transform != gpustream::pack::BlockTransform::None)
-            .count();
-        assert!(conditioned > 4, "{conditioned} conditioned blocks");
+    // are rarely conditioned, LZ4's and GDeflate's mostly.
+    let conditioned = gpustream::pack::Pack::open(&path)
+        .unwrap()
+        .blocks()
+        .iter()
+        .filter(|b| b.transform != gpustream::pack::BlockTransform::None)
+        .count();
+    if condition && matches!(codec, Codec::Lz4 | Codec::GDeflate) {
+        assert!(conditioned > 4, "{codec}: {conditioned} conditioned blocks");
     }
     let rt = Runtime::new(
         &ctx.device,
@@ -1092,11 +1099,18 @@ fn stream_textures_with(
             "LZ4 blocks went to the GPU decoder"
         );
     }
+    if codec == Codec::GDeflate {
+        assert_eq!(
+            st.blocks_gpu_gdeflate > 0,
+            gpu_decompression,
+            "GDeflate pages went to the GPU decoder: {st:?}"
+        );
+    }
     // Conditioned texture blocks are put back in order on the GPU when it
     // decodes LZ4, by the CPU threads otherwise. (An adapter that cannot
     // read BC textures back, such as GL on llvmpipe, streams none of them.)
     let bc_streamed = ctx.lacks(gpustream::gpu::Capability::BcReadback).is_none();
-    if condition && codec == Codec::Lz4 && bc_streamed {
+    if condition && matches!(codec, Codec::Lz4 | Codec::GDeflate) && bc_streamed {
         assert_eq!(st.blocks_gpu_unconditioned > 0, gpu_decompression, "{st:?}");
     }
     assert_eq!(st.completed, st.requests);
@@ -1154,6 +1168,11 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
             true,
         );
         stream_textures_with(&ctx, Codec::Zstd, 0, false, 4 << 20, on_gpu, None, true);
+        // GDeflate pages: the WGSL decoder, plain and conditioned (the pass
+        // after it puts them back in order), and the CPU threads.
+        stream_textures(&ctx, Codec::GDeflate, true, 1 << 20, on_gpu);
+        stream_textures_with(&ctx, Codec::GDeflate, 0, true, 2 << 20, on_gpu, None, true);
+        stream_textures_with(&ctx, Codec::GDeflate, 0, false, 4 << 20, on_gpu, None, true);
     }
 }
 
@@ -1231,7 +1250,7 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
     let Some(ctx) = common::test_device() else {
         return;
     };
-    for codec in [Codec::None, Codec::Lz4] {
+    for codec in [Codec::None, Codec::Lz4, Codec::GDeflate] {
         for on_gpu in [Some(true), Some(false)] {
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("odd.gspk");
@@ -1342,7 +1361,7 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
             assert_eq!(got[end + 1], 0xCD, "{what}: wrote past the big blob's word");
             // The GPU passes deliver it straight into its buffer, except
             // where the CPU lays stored blocks out for plain copies.
-            let passes = codec == Codec::Lz4 || on_gpu == Some(true);
+            let passes = codec != Codec::None || on_gpu == Some(true);
             assert_eq!(
                 q.stats().direct_buffer_bytes > 0,
                 passes,

@@ -45,7 +45,8 @@ pub fn run(_args: Args) -> CliResult {
         // could instead.
         println!(
             "  driver GDeflate decoder: {}",
-            gpustream::gpu::memory_decompression_extension(&a).unwrap_or("none (no VK_EXT/VK_NV_memory_decompression)")
+            gpustream::gpu::memory_decompression_extension(&a)
+                .unwrap_or("none (no VK_EXT/VK_NV_memory_decompression)")
         );
     }
     println!("(wgpu's noop backend: --adapter noop)");

@@ -27,7 +27,7 @@
 //!
 //! The decoder here runs those steps one after another (the GPU decoder
 //! runs a turn's 32 steps at once, see `shaders/gdeflate_decode.wgsl`).
-//! Decoding is table-driven: an 11-bit table for the literal/length code and
+//! Decoding is table-driven: a 10-bit table for the literal/length code and
 //! an 8-bit one for distances answer most symbols in one lookup; longer
 //! codes take a canonical walk.
 //!
@@ -45,7 +45,7 @@ const STREAMS: usize = 32;
 /// A sub-stream takes the next word when it holds fewer bits than this.
 const REFILL_BELOW: u32 = 32;
 /// Lookup bits of the literal/length table.
-const LITLEN_BITS: u32 = 11;
+const LITLEN_BITS: u32 = 10;
 /// Lookup bits of the distance table.
 const DIST_BITS: u32 = 8;
 /// Deflate's longest code.
@@ -188,11 +188,18 @@ impl<const N: usize, const T: usize> Code<N, T> {
         true
     }
 
+    /// The table's entry for `bits`: the symbol's, or [`entry::LONG`]
+    /// for the prefix of a longer code.
+    #[inline(always)]
+    fn lookup(&self, bits: u64) -> u32 {
+        self.table[(bits as usize) & (T - 1)]
+    }
+
     /// Decodes one symbol from `bits` (at least 15 valid bits, first bit
     /// lowest): its entry, whose low 4 bits are the code length.
     #[inline(always)]
     fn decode(&self, bits: u64, value: impl Fn(usize) -> u32) -> u32 {
-        let e = self.table[(bits as usize) & (T - 1)];
+        let e = self.lookup(bits);
         if e & entry::LONG == 0 {
             return e;
         }
@@ -496,7 +503,13 @@ impl Decoder<'_, '_> {
                     break Err(e);
                 }
             } else {
-                let e = self.litlen.decode(self.s.bits[i], litlen_value);
+                // Literals, the common case, never need the long walk:
+                // test for them first.
+                let bits = self.s.bits[i];
+                let mut e = self.litlen.lookup(bits);
+                if e & entry::LITERAL == 0 && e & entry::LONG != 0 {
+                    e = self.litlen.walk(bits, litlen_value);
+                }
                 self.s.take(i, e & 15);
                 if e & entry::LITERAL != 0 {
                     let Some(byte) = self.out.get_mut(pos) else {
@@ -561,15 +574,27 @@ impl Decoder<'_, '_> {
             return Err(self.s.fail("match reaches before the page's output"));
         }
         let from = at - dist;
-        if dist >= len {
-            self.out.copy_within(from..from + len, at);
+        let out = &mut *self.out;
+        if dist >= 8 {
+            // Eight bytes at a time, front to back: each chunk reads bytes
+            // at least eight before it, all final. Never past the match:
+            // the literals after it are already written.
+            let mut k = 0;
+            while k + 8 <= len {
+                let chunk: [u8; 8] = out[from + k..from + k + 8].try_into().unwrap_or([0; 8]);
+                out[at + k..at + k + 8].copy_from_slice(&chunk);
+                k += 8;
+            }
+            for k in k..len {
+                out[at + k] = out[from + k];
+            }
         } else if dist == 1 {
-            let b = self.out[from];
-            self.out[at..at + len].fill(b);
+            let b = out[from];
+            out[at..at + len].fill(b);
         } else {
             // Overlapping: each byte repeats the one `dist` before it.
             for k in 0..len {
-                self.out[at + k] = self.out[from + k];
+                out[at + k] = out[from + k];
             }
         }
         Ok(())
@@ -781,7 +806,10 @@ mod tests {
         let page = reference_page(&src, gdeflate::CompressionLevel::Level6);
         for cut in 0..page.len() {
             let mut out = vec![0u8; src.len()];
-            assert!(decompress_page(&page[..cut], &mut out).is_err(), "cut {cut}");
+            assert!(
+                decompress_page(&page[..cut], &mut out).is_err(),
+                "cut {cut}"
+            );
         }
         for len in [src.len() - 1, src.len() + 1] {
             let mut out = vec![0u8; len];

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::codec::CodecError;
 use crate::decode::gpu::BlockCheck;
-use crate::decode::Lz4Status;
+use crate::decode::{GDeflateStatus, Lz4Status};
 use crate::destinations::texture::TextureRegionError;
 use crate::pack::AssetKind;
 use serde::{Deserialize, Serialize};
@@ -126,6 +126,9 @@ pub enum GpuDecodeFailure {
     /// The stored-copy pass (uncompressed blocks).
     #[error("stored copy: {0}")]
     StoredCopy(Lz4Status),
+    /// The GDeflate decode pass.
+    #[error("GDeflate decode: {0}")]
+    GDeflate(GDeflateStatus),
 }
 
 impl GpuDecodeFailure {
@@ -133,7 +136,16 @@ impl GpuDecodeFailure {
     pub fn status(&self) -> Option<Lz4Status> {
         match self {
             GpuDecodeFailure::Lz4(s) | GpuDecodeFailure::StoredCopy(s) => Some(*s),
-            GpuDecodeFailure::Checksum(_) => None,
+            GpuDecodeFailure::Checksum(_) | GpuDecodeFailure::GDeflate(_) => None,
+        }
+    }
+
+    /// Whether the pass never ran for the block (its status word kept the
+    /// zero it was cleared to).
+    pub fn not_run(&self) -> bool {
+        match self {
+            GpuDecodeFailure::GDeflate(s) => *s == GDeflateStatus::NotRun,
+            _ => self.status() == Some(Lz4Status::NotRun),
         }
     }
 }

@@ -8,7 +8,10 @@
 //! tests hold the shader to.
 
 pub mod cpu_twin;
+pub mod gdeflate_status;
 pub mod gpu;
+
+pub use gdeflate_status::GDeflateStatus;
 
 use bytemuck::{Pod, Zeroable};
 

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use crate::decode::gpu::BlockCheck;
-use crate::decode::Lz4Status;
+use crate::decode::{GDeflateStatus, Lz4Status};
 
 use super::plan::{BlockData, Part};
 use super::{GpuDecodeFailure, RequestError};
@@ -22,14 +22,17 @@ pub(crate) mod table {
     pub const CHECK: usize = 2;
     /// The crc32c each check computed.
     pub const CRC: usize = 3;
+    /// GDeflate decode status words.
+    pub const GDEFLATE: usize = 4;
     /// How many tables.
-    pub const COUNT: usize = 4;
+    pub const COUNT: usize = 5;
 }
 
 /// Where a part's status words are, by table and index.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Slots {
-    /// The pass that delivers the part: (`table::LZ4` or `table::STORED`,
+    /// The pass that delivers the part: (`table::LZ4`, `table::GDEFLATE`
+    /// or `table::STORED`,
     /// first index, count: one per region the part writes); `None` for a
     /// part copied as it is (`Part::pitched`).
     pub decode: Option<(usize, u32, u32)>,
@@ -104,21 +107,28 @@ impl StatusWords<'_> {
         let Some((t, first, count)) = e.slots.decode else {
             return Ok(());
         };
-        let Some(st) = (first..first.saturating_add(count))
-            .map(|i| Lz4Status::from_word(self.word(t, i)))
-            .find(|st| !st.is_ok())
-        else {
-            return Ok(());
+        let mut words = (first..first.saturating_add(count)).map(|i| self.word(t, i));
+        let failure = if t == table::GDEFLATE {
+            words
+                .map(GDeflateStatus::from_word)
+                .find(|st| !st.is_ok())
+                .map(GpuDecodeFailure::GDeflate)
+        } else {
+            words
+                .find_map(|w| Some(Lz4Status::from_word(w)).filter(|st| !st.is_ok()))
+                .map(|st| match t {
+                    table::LZ4 => GpuDecodeFailure::Lz4(st),
+                    _ => GpuDecodeFailure::StoredCopy(st),
+                })
         };
-        Err(RequestError::GpuDecode {
-            block: e.part.block.describe(),
-            offset: e.part.block.offset,
-            failure: if t == table::LZ4 {
-                GpuDecodeFailure::Lz4(st)
-            } else {
-                GpuDecodeFailure::StoredCopy(st)
-            },
-        })
+        match failure {
+            None => Ok(()),
+            Some(failure) => Err(RequestError::GpuDecode {
+                block: e.part.block.describe(),
+                offset: e.part.block.offset,
+                failure,
+            }),
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 //! destination buffer with enough parts in the batch is written directly
 //! (`destinations::gpu_copies::DirectRule`): bound as the output of passes
 //! of its own, so its bytes need no scratch and no copy. Every target gets
-//! its run of the batch's LZ4 and stored-copy tables (and of the status
+//! its run of the batch's LZ4, GDeflate and stored-copy tables (and of the status
 //! tables, which are indexed alike), each run starting on a multiple of 64
 //! entries: 64 status words and 8 descriptors are 256 bytes, the storage
 //! offset alignment every device allows, so a pass binds its run as a
@@ -19,10 +19,13 @@ use super::batch_status::table;
 /// Entries a target's run starts on a multiple of.
 pub(crate) const RUN_ALIGN: usize = 64;
 
-/// The LZ4 and stored-copy descriptors of one batch, per target (0: the
-/// scratch; `1 + g`: direct output `g`).
+/// The LZ4, GDeflate and stored-copy descriptors of one batch, per target
+/// (0: the scratch; `1 + g`: direct output `g`), each kept under its
+/// status table's number (`table::LZ4`, `table::GDEFLATE`,
+/// `table::STORED`).
 pub(crate) struct BatchTables {
     lz4: Vec<Vec<Lz4BlockDesc>>,
+    gdeflate: Vec<Vec<Lz4BlockDesc>>,
     stored: Vec<Vec<Lz4BlockDesc>>,
 }
 
@@ -39,9 +42,11 @@ pub(crate) struct LocalSlot {
 /// The laid-out tables: flat, with each target's run.
 pub(crate) struct Laid {
     pub lz4: Vec<Lz4BlockDesc>,
+    pub gdeflate: Vec<Lz4BlockDesc>,
     pub stored: Vec<Lz4BlockDesc>,
-    /// Per target, its run in `lz4` and in `stored`.
+    /// Per target, its run in `lz4`, `gdeflate` and `stored`.
     pub lz4_runs: Vec<Range<usize>>,
+    pub gdeflate_runs: Vec<Range<usize>>,
     pub stored_runs: Vec<Range<usize>>,
 }
 
@@ -50,20 +55,27 @@ impl BatchTables {
     pub fn new(direct: usize) -> BatchTables {
         BatchTables {
             lz4: vec![Vec::new(); direct + 1],
+            gdeflate: vec![Vec::new(); direct + 1],
             stored: vec![Vec::new(); direct + 1],
         }
     }
 
-    /// The next index in `target`'s run of the LZ4 (or stored-copy) table.
-    pub fn next(&self, target: usize, lz4: bool) -> u32 {
-        let t = if lz4 { &self.lz4 } else { &self.stored };
-        t[target].len() as u32
+    fn table(&mut self, t: usize) -> &mut Vec<Vec<Lz4BlockDesc>> {
+        match t {
+            table::LZ4 => &mut self.lz4,
+            table::GDEFLATE => &mut self.gdeflate,
+            _ => &mut self.stored,
+        }
     }
 
-    /// Adds a descriptor to `target`'s run of the LZ4 (or stored-copy) table.
-    pub fn push(&mut self, target: usize, lz4: bool, desc: Lz4BlockDesc) {
-        let t = if lz4 { &mut self.lz4 } else { &mut self.stored };
-        t[target].push(desc);
+    /// The next index in `target`'s run of table `t`.
+    pub fn next(&mut self, target: usize, t: usize) -> u32 {
+        self.table(t)[target].len() as u32
+    }
+
+    /// Adds a descriptor to `target`'s run of table `t`.
+    pub fn push(&mut self, target: usize, t: usize, desc: Lz4BlockDesc) {
+        self.table(t)[target].push(desc);
     }
 
     /// Lays the runs out back to back, each on a multiple of [`RUN_ALIGN`];
@@ -85,11 +97,14 @@ impl BatchTables {
             (out, runs)
         };
         let (lz4, lz4_runs) = flat(self.lz4);
+        let (gdeflate, gdeflate_runs) = flat(self.gdeflate);
         let (stored, stored_runs) = flat(self.stored);
         Laid {
             lz4,
+            gdeflate,
             stored,
             lz4_runs,
+            gdeflate_runs,
             stored_runs,
         }
     }
@@ -98,10 +113,10 @@ impl BatchTables {
 impl Laid {
     /// A part's status slots in the laid-out tables: (table, first, count).
     pub fn slot(&self, s: LocalSlot) -> (usize, u32, u32) {
-        let runs = if s.table == table::LZ4 {
-            &self.lz4_runs
-        } else {
-            &self.stored_runs
+        let runs = match s.table {
+            table::LZ4 => &self.lz4_runs,
+            table::GDEFLATE => &self.gdeflate_runs,
+            _ => &self.stored_runs,
         };
         (s.table, runs[s.target].start as u32 + s.first, s.count)
     }
@@ -115,14 +130,17 @@ mod tests {
     fn runs_start_on_whole_binding_units() {
         let mut t = BatchTables::new(2);
         for i in 0..70 {
-            t.push(0, true, Lz4BlockDesc::linear(i, 1, 0, 1));
+            t.push(0, table::LZ4, Lz4BlockDesc::linear(i, 1, 0, 1));
         }
-        t.push(2, true, Lz4BlockDesc::linear(99, 1, 0, 1));
-        t.push(1, false, Lz4BlockDesc::linear(7, 1, 0, 1));
+        t.push(2, table::LZ4, Lz4BlockDesc::linear(99, 1, 0, 1));
+        t.push(1, table::STORED, Lz4BlockDesc::linear(7, 1, 0, 1));
+        t.push(1, table::GDEFLATE, Lz4BlockDesc::linear(8, 1, 0, 1));
         let laid = t.lay_out();
         assert_eq!(laid.lz4_runs, vec![0..70, 70..70, 128..129]);
         assert_eq!(laid.lz4[128].src_offset, 99);
         assert_eq!(laid.stored_runs, vec![0..0, 0..1, 1..1]);
+        assert_eq!(laid.gdeflate_runs, vec![0..0, 0..1, 1..1]);
+        assert_eq!(laid.gdeflate[0].src_offset, 8);
         let s = LocalSlot {
             table: table::LZ4,
             target: 2,

@@ -479,7 +479,7 @@ impl Dispatcher {
                 let rp = RunPart { part, out };
                 self.spawn_cpu(rp, Arc::new(data), range.start, None);
             }
-            Class::Raw | Class::GpuLz4 => {
+            Class::Raw | Class::GpuDecode => {
                 let g = self.gpu.as_mut().expect("GPU parts imply staging");
                 let len = part.block.stored as u64;
                 let Some((slot, mut w)) = g.ring.alloc(
@@ -711,5 +711,5 @@ fn send_held() {
 /// Whether a file part's run lands in staging (the GPU reads the stored
 /// bytes) rather than in a bounce buffer (a CPU thread reads them).
 fn to_staging(p: &Part) -> bool {
-    matches!(p.class, Class::Raw | Class::GpuLz4)
+    matches!(p.class, Class::Raw | Class::GpuDecode)
 }

@@ -37,8 +37,8 @@ use crossbeam::channel::Sender;
 
 use crate::completion::gpu_poll::GpuPoller;
 use crate::decode::gpu::{
-    BlockCheckDesc, Crc32cPipeline, Lz4BlockDesc, Lz4DecodePipeline, StoredCopyPipeline,
-    UnconditionPipeline,
+    BlockCheckDesc, Crc32cPipeline, GDeflateDecodePipeline, Lz4BlockDesc, Lz4DecodePipeline,
+    StoredCopyPipeline, UnconditionPipeline,
 };
 use crate::destinations::gpu_copies::MipsTouched;
 use crate::staging::StagingRing;
@@ -85,6 +85,7 @@ struct Res {
     input: wgpu::Buffer,
     output: wgpu::Buffer,
     lz4_descs: wgpu::Buffer,
+    gdeflate_descs: wgpu::Buffer,
     stored_descs: wgpu::Buffer,
     check_descs: wgpu::Buffer,
     /// The un-conditioning pass's descriptors and status words (the
@@ -182,6 +183,8 @@ pub(crate) struct GpuBatcher {
     /// The completion stage, which ends each batch's parts.
     to_complete: Sender<ToCompletion>,
     lz4: Option<Lz4DecodePipeline>,
+    /// The GDeflate decoder, where GDeflate pages are decoded here.
+    gdeflate: Option<GDeflateDecodePipeline>,
     stored: StoredCopyPipeline,
     /// The pass after the LZ4 decoder for BCn-conditioned blocks.
     uncondition: UnconditionPipeline,
@@ -230,6 +233,7 @@ impl GpuBatcher {
         ring: StagingRing,
         caps: BatchCaps,
         lz4: Option<Lz4DecodePipeline>,
+        gdeflate: Option<GDeflateDecodePipeline>,
         verify: bool,
         links: BatchLinks,
     ) -> std::io::Result<GpuBatcher> {
@@ -260,6 +264,7 @@ impl GpuBatcher {
             events,
             to_complete,
             lz4,
+            gdeflate,
             stored,
             uncondition,
             crc,
@@ -292,6 +297,11 @@ impl GpuBatcher {
     /// The LZ4 decoder's variant, where LZ4 blocks are decoded here.
     pub fn lz4_path(&self) -> Option<crate::decode::gpu::Lz4DecodePath> {
         self.lz4.as_ref().map(|p| p.path())
+    }
+
+    /// Whether GDeflate pages are decoded here.
+    pub fn gdeflate_on(&self) -> bool {
+        self.gdeflate.is_some()
     }
 
     /// What the completion stage reads of this stage's batches.
@@ -412,7 +422,7 @@ impl GpuBatcher {
             open.entries.reserve(self.staged[c].len());
             for s in self.staged[c].drain(..) {
                 let check = match (&s.part.block.data, s.part.class) {
-                    (BlockData::File(pf, id), Class::Raw | Class::GpuLz4) if verify => {
+                    (BlockData::File(pf, id), Class::Raw | Class::GpuDecode) if verify => {
                         Some(pf.pack.blocks()[id.0 as usize].checksum)
                     }
                     _ => None,
@@ -563,6 +573,11 @@ impl Res {
             ),
             lz4_descs: mk(
                 "lz4 descriptors",
+                caps.blocks * desc,
+                U::STORAGE | U::COPY_DST,
+            ),
+            gdeflate_descs: mk(
+                "gdeflate descriptors",
                 caps.blocks * desc,
                 U::STORAGE | U::COPY_DST,
             ),

@@ -253,6 +253,8 @@ pub(crate) struct RuntimeShared {
     /// The GPU LZ4 decoder's variant, where LZ4 blocks bound for the GPU
     /// are decoded there.
     pub gpu_lz4: Option<crate::decode::gpu::Lz4DecodePath>,
+    /// Whether GDeflate pages bound for the GPU are decoded there.
+    pub gpu_gdeflate: bool,
     /// Stored blocks and CPU output go to GPU destinations through the GPU's
     /// stored-copy pass (else: laid out by CPU threads, copied directly).
     pub stored_on_gpu: bool,
@@ -360,12 +362,18 @@ impl Runtime {
                         })?)
                     }
                 };
+                // GDeflate pages decode with the WGSL decoder (one workgroup
+                // of 32 lanes a page) wherever LZ4 decodes on the GPU.
+                let gdeflate = config
+                    .gpu_decompression
+                    .then(|| crate::decode::gpu::GDeflateDecodePipeline::new(&device));
                 let batcher = gpu_batch::GpuBatcher::new(
                     device,
                     queue,
                     ring,
                     caps,
                     lz4,
+                    gdeflate,
                     config.verify_gpu_checksums,
                     gpu_batch::BatchLinks {
                         events: gpu_tx,
@@ -383,6 +391,7 @@ impl Runtime {
             staging_total: g.ring.chunk_size() * g.ring.chunk_count() as u64,
         });
         let gpu_lz4 = gpu_parts.as_ref().and_then(|g| g.lz4_path());
+        let gpu_gdeflate = gpu_parts.as_ref().is_some_and(|g| g.gdeflate_on());
         let stored_on_gpu = gpu_parts.as_ref().is_some_and(|g| {
             config
                 .stored_copy_on_gpu
@@ -394,6 +403,7 @@ impl Runtime {
             engine,
             gpu: gpu_info,
             gpu_lz4,
+            gpu_gdeflate,
             stored_on_gpu,
             cmds: tx,
             accepting: std::sync::Mutex::new(true),
@@ -448,6 +458,7 @@ impl Runtime {
     pub fn compression_support(&self, codec: Codec) -> CompressionSupport {
         match codec {
             Codec::Lz4 if self.shared.gpu_lz4.is_some() => CompressionSupport::Gpu,
+            Codec::GDeflate if self.shared.gpu_gdeflate => CompressionSupport::Gpu,
             // Stored blocks are copied by the GPU's copy engine.
             Codec::None if self.adapter_gpu => CompressionSupport::Gpu,
             _ => CompressionSupport::Cpu,

@@ -95,8 +95,9 @@ pub(crate) enum Class {
     /// Stored bytes go to staging and the GPU's stored-copy pass moves them
     /// as they are.
     Raw,
-    /// Stored bytes go to staging and the GPU LZ4 decoder expands them.
-    GpuLz4,
+    /// Stored bytes go to staging and the GPU decoder for the block's codec
+    /// (LZ4 or GDeflate) expands them.
+    GpuDecode,
 }
 
 /// One block of one request.
@@ -164,14 +165,15 @@ impl Part {
     }
 
     /// Descriptors the part takes in a GPU batch: one per region, times
-    /// its sub-blocks for an LZ4 block the GPU decodes in sub-blocks.
+    /// its sub-blocks for an LZ4 block the GPU decodes in sub-blocks
+    /// (GDeflate blocks have none).
     pub fn descs(&self) -> u64 {
         self.outputs().count() as u64 * self.descs_per_region()
     }
 
     fn descs_per_region(&self) -> u64 {
         match self.class {
-            Class::GpuLz4 => (self.block.sub_blocks as u64).max(1),
+            Class::GpuDecode => (self.block.sub_blocks as u64).max(1),
             _ => 1,
         }
     }
@@ -223,12 +225,12 @@ impl Part {
     }
 
     /// Bytes of output scratch a conditioned block decoded on the GPU
-    /// needs besides its destination region: the LZ4 pass writes it there
+    /// needs besides its destination region: the decode pass writes it there
     /// in its conditioned order, and the pass after it puts it back into
     /// the region. 0 for every other part.
     pub fn conditioned_out(&self) -> u64 {
         match (self.class, self.block.transform) {
-            (Class::GpuLz4, t) if t != BlockTransform::None => {
+            (Class::GpuDecode, t) if t != BlockTransform::None => {
                 (self.block.size as u64).next_multiple_of(256)
             }
             _ => 0,
@@ -314,7 +316,14 @@ fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) ->
                 && (block.transform == BlockTransform::None
                     || matches!(place, Place::Texture { .. })) =>
         {
-            Class::GpuLz4
+            Class::GpuDecode
+        }
+        Codec::GDeflate
+            if rt.gpu_gdeflate
+                && (block.transform == BlockTransform::None
+                    || matches!(place, Place::Texture { .. })) =>
+        {
+            Class::GpuDecode
         }
         _ => Class::Cpu,
     }
@@ -736,7 +745,7 @@ pub(crate) fn plan(rt: &RuntimeShared, req: &Request) -> Result<Plan, RequestErr
         let mut total = 0u64;
         for p in &parts {
             let staged = match p.class {
-                Class::Raw | Class::GpuLz4 => p.block.stored as u64 + ALIGN_SLACK,
+                Class::Raw | Class::GpuDecode => p.block.stored as u64 + ALIGN_SLACK,
                 Class::Cpu => p.cpu_staged_len(),
             };
             if staged > chunk {

@@ -4,7 +4,7 @@
 //!
 //! A run lands in one of two places:
 //! - **staging**, for parts the GPU decodes or copies (`Class::Raw`,
-//!   `Class::GpuLz4`): one slot holds the whole run, and the parts are
+//!   `Class::GpuDecode`): one slot holds the whole run, and the parts are
 //!   staged for the GPU batch where they lie;
 //! - **a bounce buffer** of host memory, for parts a CPU thread decodes.
 //!   CPU parts bound for the GPU reserve their output slot in staging when
@@ -179,7 +179,7 @@ impl Reads {
             .unwrap_or(start);
         let align = pf.file.alignment();
         let (a_off, a_len, _) = io::align_range(start, (end - start) as usize, align);
-        let to_staging = matches!(parts[0].class, Class::Raw | Class::GpuLz4);
+        let to_staging = matches!(parts[0].class, Class::Raw | Class::GpuDecode);
         let (target, dest, run_parts) = if to_staging {
             let ring = ring.as_deref_mut().expect("GPU parts imply staging");
             let unit = ring.region_weight();

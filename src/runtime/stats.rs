@@ -26,12 +26,14 @@ pub struct QueueStats {
     pub bytes_host_copied: u64,
     /// Blocks decoded on CPU threads.
     pub blocks_cpu_decoded: u64,
-    /// Blocks decoded by the GPU LZ4 decoder.
+    /// Blocks decoded by the GPU decoders (LZ4 and GDeflate).
     pub blocks_gpu_decoded: u64,
+    /// Of those, the GDeflate pages.
+    pub blocks_gpu_gdeflate: u64,
     /// Blocks copied as stored.
     pub blocks_copied: u64,
     /// BCn-conditioned blocks put back in order on the GPU, by the pass
-    /// after the LZ4 decoder (the CPU decode threads count theirs in
+    /// after the GPU decoder (the CPU decode threads count theirs in
     /// `blocks_cpu_decoded`).
     pub blocks_gpu_unconditioned: u64,
     /// Reads issued (after coalescing).

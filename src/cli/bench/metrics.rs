@@ -75,6 +75,7 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
         blocks_gpu_decoded: a.blocks_gpu_decoded - b.blocks_gpu_decoded,
         blocks_copied: a.blocks_copied - b.blocks_copied,
         blocks_gpu_unconditioned: a.blocks_gpu_unconditioned - b.blocks_gpu_unconditioned,
+        blocks_gpu_gdeflate: a.blocks_gpu_gdeflate - b.blocks_gpu_gdeflate,
         read_ns: a.read_ns - b.read_ns,
         cpu_decode_ns: a.cpu_decode_ns - b.cpu_decode_ns,
         gpu_ns: a.gpu_ns - b.gpu_ns,

@@ -48,8 +48,8 @@ pub struct Args {
     /// list, gpu-lz4-sub (LZ4 in 16 KiB sub-blocks decoded on the GPU) and
     /// cpu-lz4-hc, gpu-lz4-hc (the pack at LZ4 HC level 9 with BCn
     /// conditioning, as `gpustream pack` writes it by default) and
-    /// cpu-gdeflate (GDeflate level 12 with conditioning, as `gpustream
-    /// pack --codec gdeflate` writes it) (comma-separated).
+    /// cpu-gdeflate, gpu-gdeflate (GDeflate level 12 with conditioning, as
+    /// `gpustream pack --codec gdeflate` writes it) (comma-separated).
     #[arg(long, value_delimiter = ',')]
     cases: Option<Vec<String>>,
     /// Keep later batches queued before waiting on the current one, as a
@@ -196,6 +196,7 @@ pub fn run(args: Args) -> CliResult {
         "cpu-lz4-hc",
         "gpu-lz4-hc",
         "cpu-gdeflate",
+        "gpu-gdeflate",
     ];
     let cases: Vec<String> = args
         .cases
@@ -667,7 +668,8 @@ fn noop_failures(
     let Some(first) = &rec.first_failure else {
         return Ok(0);
     };
-    let not_run = matches!(&*first.error, RequestError::GpuDecode { failure, .. } if failure.status() == Some(gpustream::decode::Lz4Status::NotRun));
+    let not_run =
+        matches!(&*first.error, RequestError::GpuDecode { failure, .. } if failure.not_run());
     if plan.noop && not_run && d.completed + d.failed == d.requests {
         return Ok(d.failed / plan.iters.max(1) as u64);
     }

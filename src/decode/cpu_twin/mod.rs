@@ -14,3 +14,5 @@ pub use stored_copy::stored_copy;
 pub mod bcn_uncondition;
 pub mod crc32c;
 pub use bcn_uncondition::bcn_uncondition;
+pub mod gdeflate_decode;
+pub use gdeflate_decode::gdeflate_decode;

@@ -16,3 +16,5 @@ pub mod crc32c;
 pub use crc32c::{BlockCheck, BlockCheckDesc, Crc32cPipeline};
 pub mod bcn_uncondition;
 pub use bcn_uncondition::{validate_uncondition_descs, UnconditionPipeline};
+pub mod gdeflate_decode;
+pub use gdeflate_decode::{validate_gdeflate_descs, GDeflateDecodePipeline};

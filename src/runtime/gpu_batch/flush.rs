@@ -1,6 +1,6 @@
 //! Flushing the open batch: its parts sorted, its descriptor tables built,
 //! then ONE submission: status words cleared, the crc32c check pass, one
-//! LZ4 pass and one stored-copy pass per output (the scratch, or a
+//! LZ4 pass, one GDeflate pass and one stored-copy pass per output (the scratch, or a
 //! destination buffer written directly), the copies to destinations, and
 //! the status words copied to the readback buffer the completion stage maps.
 
@@ -13,6 +13,7 @@ use crate::destinations::gpu_copies::{
     plan_outputs, record_copies, DirectRule, MipsTouched, OutputPlan, PartDest,
 };
 use crate::pack::BlockTransform;
+use crate::Codec;
 
 use super::super::batch_status::{table, BatchEntry, BatchInFlight, Slots};
 use super::super::batch_tables::{BatchTables, Laid, LocalSlot, RUN_ALIGN};
@@ -56,6 +57,7 @@ struct Recorded {
     commands: u64,
     dispatches: u64,
     lz4_passes: u64,
+    gdeflate_passes: u64,
     copy_passes: u64,
     /// Dispatches of the pass putting conditioned blocks back in order.
     uncondition_passes: u64,
@@ -141,7 +143,9 @@ impl GpuBatcher {
                     st.copy_dispatches += rec.copy_passes;
                     st.texture_copies += rec.texture_copies;
                     st.texture_mip_submissions += mips;
-                    st.blocks_gpu_decoded += run_total(&tables.laid.lz4_runs);
+                    st.blocks_gpu_decoded +=
+                        run_total(&tables.laid.lz4_runs) + run_total(&tables.laid.gdeflate_runs);
+                    st.blocks_gpu_gdeflate += run_total(&tables.laid.gdeflate_runs);
                     st.blocks_copied += run_total(&tables.laid.stored_runs);
                     st.blocks_gpu_unconditioned += unconditioned;
                     st.direct_buffer_bytes += direct_bytes;
@@ -212,7 +216,7 @@ impl GpuBatcher {
             if words == 0 {
                 break;
             }
-            if self.noop && i < 3 {
+            if self.noop && i != table::CRC {
                 let ok =
                     noop_ok.get_or_insert_with(|| vec![Lz4Status::Ok.to_word(); words as usize]);
                 self.queue.write_buffer(status, 0, bytemuck::cast_slice(ok));
@@ -264,7 +268,12 @@ impl GpuBatcher {
             self.queue
                 .write_buffer(&res.stored_descs, 0, bytemuck::cast_slice(&laid.stored));
         }
-        // One LZ4 pass and one stored-copy pass per target with work. The
+        if !laid.gdeflate.is_empty() {
+            self.queue
+                .write_buffer(&res.gdeflate_descs, 0, bytemuck::cast_slice(&laid.gdeflate));
+        }
+        // One LZ4, one GDeflate and one stored-copy pass per target with
+        // work. The
         // buffers are sized by the caps, so an encode cannot fail; if one
         // did, its blocks' status words stay "not run" and they fail.
         for (t, output) in outputs.iter().enumerate() {
@@ -275,6 +284,12 @@ impl GpuBatcher {
                 let _ = p.encode_in(&self.device, enc, b, run.len() as u32, None);
                 rec.lz4_passes += 1;
             }
+            let run = &laid.gdeflate_runs[t];
+            if let (Some(p), false) = (&self.gdeflate, run.is_empty()) {
+                let b = bind(&res.gdeflate_descs, &res.status[table::GDEFLATE], run);
+                let _ = p.encode_in(&self.device, enc, b, run.len() as u32);
+                rec.gdeflate_passes += 1;
+            }
             let run = &laid.stored_runs[t];
             if !run.is_empty() {
                 let b = bind(&res.stored_descs, &res.status[table::STORED], run);
@@ -284,7 +299,7 @@ impl GpuBatcher {
                 rec.copy_passes += 1;
             }
         }
-        // After the LZ4 pass into the scratch: conditioned blocks back in
+        // After the decode passes into the scratch: conditioned blocks back in
         // order, into their regions, before the copies read them.
         if !tables.unconds.is_empty() {
             let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
@@ -301,7 +316,8 @@ impl GpuBatcher {
             );
             rec.uncondition_passes += 1;
         }
-        rec.dispatches += rec.lz4_passes + rec.copy_passes + rec.uncondition_passes;
+        rec.dispatches +=
+            rec.lz4_passes + rec.gdeflate_passes + rec.copy_passes + rec.uncondition_passes;
         let (copies, texture_copies) = record_copies(enc, &res.output, &plan.copies, &mut rec.mips);
         rec.texture_copies += texture_copies;
         rec.commands += copies + rec.dispatches;
@@ -342,7 +358,8 @@ fn sort_entries<'j>(
 
 /// The descriptors of every live entry, in the places `plan` gave its
 /// regions: one LZ4 descriptor per stream (the block, or each of its
-/// sub-blocks), one stored-copy descriptor per region of stored or
+/// sub-blocks), one GDeflate descriptor per page, one stored-copy
+/// descriptor per region of stored or
 /// CPU-decoded bytes, one check per block read from a pack. An entry
 /// whose destination is gone, or whose scratch does not fit (`fits`
 /// false), fails here.
@@ -367,11 +384,18 @@ fn build_tables(
             continue;
         };
         let src = e.src as u32;
-        let lz4 = e.part.class == Class::GpuLz4;
+        // The GPU decoder's table for the block's codec, or the
+        // stored-copy table.
+        let decoded = e.part.class == Class::GpuDecode;
+        let t = match e.part.block.codec {
+            _ if !decoded => table::STORED,
+            Codec::GDeflate => table::GDEFLATE,
+            _ => table::LZ4,
+        };
         // A part's regions share one target: pieces are texture regions,
         // and a buffer part has one region.
         let target = plan.places[span.start].direct.map_or(0, |g| g + 1);
-        let first = tables.next(target, lz4);
+        let first = tables.next(target, t);
         for ((take, place), k) in e.part.outputs().zip(span) {
             let at = plan.places[k];
             let (row_bytes, row_pitch) = match place {
@@ -385,9 +409,9 @@ fn build_tables(
                     at.dst_offset + ((take.end - take.start) & !3) as u64,
                 ));
             }
-            if lz4 {
-                // One descriptor per LZ4 stream: the block, or each of
-                // its sub-blocks, which start on rows of a tile (the
+            if decoded {
+                // One descriptor per stream: the block, or each of an LZ4
+                // block's sub-blocks, which start on rows of a tile (the
                 // reader checks), so each lands on rows of its own.
                 let subs = match &e.part.block.data {
                     BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
@@ -410,7 +434,7 @@ fn build_tables(
                     let at = cond_at as u32;
                     cond_at += e.part.conditioned_out();
                     if subs.is_empty() {
-                        tables.push(target, true, Lz4BlockDesc::linear(src, e.len, at, size));
+                        tables.push(target, t, Lz4BlockDesc::linear(src, e.len, at, size));
                     }
                     for sb in subs {
                         let d = Lz4BlockDesc::linear(
@@ -419,7 +443,7 @@ fn build_tables(
                             at + sb.offset,
                             sb.size,
                         );
-                        tables.push(target, true, d);
+                        tables.push(target, t, d);
                     }
                     let mut u = Lz4BlockDesc::linear(at, size, dst, size);
                     u.reserved[0] = transform.id() as u32;
@@ -428,7 +452,7 @@ fn build_tables(
                 }
                 if subs.is_empty() {
                     let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
-                    tables.push(target, true, d.with_rows(row_bytes, row_pitch));
+                    tables.push(target, t, d.with_rows(row_bytes, row_pitch));
                 }
                 for sb in subs {
                     let out = match row_bytes {
@@ -441,7 +465,7 @@ fn build_tables(
                         dst + out,
                         sb.size,
                     );
-                    tables.push(target, true, d.with_rows(row_bytes, row_pitch));
+                    tables.push(target, t, d.with_rows(row_bytes, row_pitch));
                 }
                 continue;
             }
@@ -454,13 +478,13 @@ fn build_tables(
                 };
                 Lz4BlockDesc::linear(src + take.start, size, dst, size)
             };
-            tables.push(target, false, desc.with_rows(row_bytes, row_pitch));
+            tables.push(target, t, desc.with_rows(row_bytes, row_pitch));
         }
         let slot = LocalSlot {
-            table: if lz4 { table::LZ4 } else { table::STORED },
+            table: t,
             target,
             first,
-            count: tables.next(target, lz4) - first,
+            count: tables.next(target, t) - first,
         };
         let check = e.check.map(|expected| {
             checks.push(BlockCheckDesc::new(src, e.len, expected));
@@ -493,6 +517,7 @@ fn build_tables(
 fn status_words(tables: &Tables) -> u64 {
     [
         tables.laid.lz4.len(),
+        tables.laid.gdeflate.len(),
         tables.laid.stored.len(),
         tables.checks.len(),
     ]
