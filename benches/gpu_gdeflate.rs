@@ -42,9 +42,11 @@ fn load(path: &std::path::Path, max: usize) -> Corpus {
     let mut stored = Vec::new();
     for (i, b) in pack.blocks().iter().enumerate().take(max) {
         let id = BlockId(i as u32);
-        pack.read_stored(&file, id, &mut stored).expect("read block");
+        pack.read_stored(&file, id, &mut stored)
+            .expect("read block");
         let mut out = vec![0u8; b.size as usize];
-        pack.check_block(id, &stored, &mut out).expect("decode block");
+        pack.check_block(id, &stored, &mut out)
+            .expect("decode block");
         raw.push(out);
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -208,7 +210,13 @@ fn main() {
         .unwrap_or(if quick { 1 } else { 5 });
     let batches: Vec<usize> = value("--batch")
         .map(|v| v.split(',').filter_map(|s| s.parse().ok()).collect())
-        .unwrap_or_else(|| if quick { vec![16] } else { vec![256, 1024, 4096] });
+        .unwrap_or_else(|| {
+            if quick {
+                vec![16]
+            } else {
+                vec![256, 1024, 4096]
+            }
+        });
     let json = value("--json");
     let skip_values: Vec<String> = ["--batch", "--runs", "--json"]
         .iter()

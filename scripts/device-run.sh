@@ -29,6 +29,14 @@
 #   3c. bench-sustained.json gpu-lz4 end to end at the largest staging size
 #                            with the queue kept full (--sustained), as a
 #                            streaming application keeps it
+#   5. vulkan-decompression.txt  whether the driver offers its own GDeflate
+#                            decoder (VK_EXT/VK_NV_memory_decompression in
+#                            vulkaninfo and in `gpustream adapters`)
+#   5b. gpu_gdeflate.json    the WGSL GDeflate decoder alone, 256, 1k and 4k
+#                            pages (GB/s of output; the target is nvCOMP's
+#                            GDeflate on an H200, 68 GB/s)
+#   5c. bench-gdeflate.json  gpu-gdeflate and cpu-gdeflate end to end on a
+#                            64 MiB demo pack at GDeflate level 12
 #   4. vt-bench.json         the virtual-texturing --benchmark summary
 #   steps.json               each step's command, exit status and seconds
 # and prints a short table last. Logs of every step sit beside the JSON.
@@ -46,12 +54,15 @@ if [ "${1:-}" = "--stage" ]; then
     cargo build --release --bins --examples
     bench=$(cargo bench --bench gpu_lz4 --no-run --message-format=json 2>/dev/null |
         grep -o '"executable":"[^"]*gpu_lz4-[^"]*"' | tail -1 | cut -d'"' -f4)
+    gdbench=$(cargo bench --bench gpu_gdeflate --no-run --message-format=json 2>/dev/null |
+        grep -o '"executable":"[^"]*gpu_gdeflate-[^"]*"' | tail -1 | cut -d'"' -f4)
     kit=${DEVICE_KIT:-}
     for k in ../shared/device ../../shared/device /work/shared/device; do
         [ -z "$kit" ] && [ -x "$k/stage.sh" ] && kit=$k
     done
     cp "$bench" target/release/gpu_lz4_bench
-    files=(target/release/gpustream target/release/gpu_lz4_bench
+    cp "$gdbench" target/release/gpu_gdeflate_bench
+    files=(target/release/gpustream target/release/gpu_lz4_bench target/release/gpu_gdeflate_bench
         target/release/examples/virtual_texturing target/release/examples/staging_memory_probe)
     if [ -d .git ]; then
         "$kit/stage.sh" "${files[@]}"
@@ -98,6 +109,16 @@ if [ ! -x "$lz4bench" ]; then
         fi
     done
 fi
+gdbench=$bin/gpu_gdeflate_bench
+if [ ! -x "$gdbench" ]; then
+    gdbench=
+    for d in $(ls -t target/release/deps/gpu_gdeflate-*.d 2>/dev/null); do
+        if grep -q 'benches/gpu_gdeflate.rs' "$d" && [ -x "${d%.d}" ]; then
+            gdbench=${d%.d}
+            break
+        fi
+    done
+fi
 work=${DEVICE_RUN_WORK:-target/device-work}
 mkdir -p "$work"
 
@@ -110,7 +131,9 @@ if [ "$quick" = 1 ]; then
     # with four, 13 tiles (0.8 MiB) stream in 30 frames, about 13 s here.
     vt_args=(--textures 4 --size 1024 --format bc7 --pool 64 --frames 30)
     probe_sizes=64,256
-    limits=(60 240 120 120 120 60 60 60)
+    gd_args=(--batch 16 --runs 1 --quick)
+    gd_bench_args=(--staging 64 --demo-mib 8 --iters 1)
+    limits=(60 240 120 120 120 60 60 60 300 300)
 else
     # Every variant (eight with subgroups: v2 with word stores, with
     # 16-byte stores and two blocks per workgroup, each on the subgroup and
@@ -130,8 +153,12 @@ else
     # the decoder bench got 10 s more when the pair variants came,
     # 2026-12-03; the sustained step came 2026-12-04; the HC and
     # conditioned decoder corpora and the gpu-lz4-hc bench case,
-    # 2026-12-06: sum 560 s).
-    limits=(30 180 125 70 50 35 30 40)
+    # 2026-12-06: sum 560 s; the GDeflate decoder and its bench case took
+    # 15 s from bench-noverify and 15 s from the virtual-texturing run and
+    # got 30 s and 45 s: sum 575 s).
+    gd_args=(--batch 256,1024,4096 --runs 3)
+    gd_bench_args=(--staging 256 --demo-mib 64 --iters 3)
+    limits=(30 180 125 55 35 35 30 40 30 45)
 fi
 
 json_str() {
@@ -189,6 +216,16 @@ fi
 step bench-sustained "${limits[6]}" "$bin/gpustream" bench --buffered --cases gpu-lz4 \
     --staging "$largest" --demo-mib "${bench_args[3]}" --sustained --iters 3 \
     --json "$OUT/bench-sustained.json"
+# The driver's own GDeflate decoder, if it has one (NVIDIA's drivers
+# offer VK_NV/VK_EXT_memory_decompression; gpustream does not use it yet),
+# then the WGSL decoder alone and end to end.
+{
+    vulkaninfo 2>/dev/null | grep -i 'memory_decompression' || echo "vulkaninfo: no memory_decompression extension listed"
+    "$bin/gpustream" adapters 2>/dev/null | grep -i 'driver GDeflate'
+} >"$OUT/vulkan-decompression.txt" 2>&1
+step gpu_gdeflate "${limits[8]}" "$gdbench" "$work/demo-lz4.gspk" "${gd_args[@]}" --json "$OUT/gpu_gdeflate.json"
+step bench-gdeflate "${limits[9]}" "$bin/gpustream" bench --buffered --cases gpu-gdeflate,cpu-gdeflate \
+    "${gd_bench_args[@]}" --json "$OUT/bench-gdeflate.json"
 step vt-bench "${limits[4]}" "$(example virtual_texturing)" --benchmark "${vt_args[@]}" --stats "$OUT/vt-bench.csv"
 vt_rc=$?
 {
@@ -233,6 +270,11 @@ for f in bench-verify bench-noverify bench-best bench-sustained; do
     echo "### $f"
     grep -A5 '^case ' "$OUT/$f.log" | grep -v '^where' || tail -n 5 "$OUT/$f.log"
 done
+echo
+echo "## GDeflate: the driver's decoder, the WGSL decoder alone (gpu_gdeflate), end to end"
+cat "$OUT/vulkan-decompression.txt"
+grep '^| ' "$OUT/gpu_gdeflate.log" || tail -n 5 "$OUT/gpu_gdeflate.log"
+grep -A3 '^case ' "$OUT/bench-gdeflate.log" || tail -n 5 "$OUT/bench-gdeflate.log"
 echo
 echo "## virtual texturing --benchmark"
 tail -n 8 "$OUT/vt-bench.log"

@@ -319,6 +319,37 @@ fn compare(infos: &[wgpu::AdapterInfo], best: usize) -> String {
     }
 }
 
+/// The Vulkan extensions through which a driver decodes GDeflate pages
+/// itself (`vkCmdDecompressMemoryEXT`/`NV`), in the order gpustream would
+/// prefer them.
+pub const MEMORY_DECOMPRESSION_EXTENSIONS: [&str; 2] =
+    ["VK_EXT_memory_decompression", "VK_NV_memory_decompression"];
+
+/// Which of [`MEMORY_DECOMPRESSION_EXTENSIONS`] `adapter`'s Vulkan driver
+/// offers, if any: the driver's own GDeflate decoder. `None` on other
+/// backends. (NVIDIA's drivers offer them; Mesa's do not.)
+pub fn memory_decompression_extension(adapter: &wgpu::Adapter) -> Option<&'static str> {
+    #[cfg(target_os = "linux")]
+    {
+        if adapter.get_info().backend != wgpu::Backend::Vulkan {
+            return None;
+        }
+        // SAFETY: `as_hal` lends a read-only view of the adapter's Vulkan
+        // handle for this scope; nothing is created, changed or kept
+        // through it, and the guard is dropped before `adapter` can be.
+        let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
+        let caps = hal.physical_device_capabilities();
+        MEMORY_DECOMPRESSION_EXTENSIONS
+            .into_iter()
+            .find(|name| std::ffi::CString::new(*name).is_ok_and(|c| caps.supports_extension(&c)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = adapter;
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -353,36 +384,5 @@ mod tests {
             compare(&[info("llvmpipe", Gl, Cpu)], 0),
             "no Vulkan/Metal/DX12 adapter found, only GL"
         );
-    }
-}
-
-/// The Vulkan extensions through which a driver decodes GDeflate pages
-/// itself (`vkCmdDecompressMemoryEXT`/`NV`), in the order gpustream would
-/// prefer them.
-pub const MEMORY_DECOMPRESSION_EXTENSIONS: [&str; 2] =
-    ["VK_EXT_memory_decompression", "VK_NV_memory_decompression"];
-
-/// Which of [`MEMORY_DECOMPRESSION_EXTENSIONS`] `adapter`'s Vulkan driver
-/// offers, if any: the driver's own GDeflate decoder. `None` on other
-/// backends. (NVIDIA's drivers offer them; Mesa's do not.)
-pub fn memory_decompression_extension(adapter: &wgpu::Adapter) -> Option<&'static str> {
-    #[cfg(target_os = "linux")]
-    {
-        if adapter.get_info().backend != wgpu::Backend::Vulkan {
-            return None;
-        }
-        // SAFETY: `as_hal` lends a read-only view of the adapter's Vulkan
-        // handle for this scope; nothing is created, changed or kept
-        // through it, and the guard is dropped before `adapter` can be.
-        let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
-        let caps = hal.physical_device_capabilities();
-        MEMORY_DECOMPRESSION_EXTENSIONS
-            .into_iter()
-            .find(|name| std::ffi::CString::new(*name).is_ok_and(|c| caps.supports_extension(&c)))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = adapter;
-        None
     }
 }

@@ -212,6 +212,13 @@ pub(crate) struct GpuBatcher {
     submit_ns: Arc<AtomicU64>,
 }
 
+/// The GPU decoders a batcher runs: each `None` where its codec decodes on
+/// CPU threads.
+pub(crate) struct Decoders {
+    pub lz4: Option<Lz4DecodePipeline>,
+    pub gdeflate: Option<GDeflateDecodePipeline>,
+}
+
 /// A part the stage is done with, and how it ended.
 pub(crate) type Finished = (Part, Result<(), RequestError>);
 
@@ -232,8 +239,7 @@ impl GpuBatcher {
         queue: wgpu::Queue,
         ring: StagingRing,
         caps: BatchCaps,
-        lz4: Option<Lz4DecodePipeline>,
-        gdeflate: Option<GDeflateDecodePipeline>,
+        decoders: Decoders,
         verify: bool,
         links: BatchLinks,
     ) -> std::io::Result<GpuBatcher> {
@@ -242,6 +248,7 @@ impl GpuBatcher {
             to_complete,
             submit_ns,
         } = links;
+        let Decoders { lz4, gdeflate } = decoders;
         let lost_tx = events.clone();
         let lost_complete = to_complete.clone();
         let poller = GpuPoller::spawn(device.clone(), move |what| {

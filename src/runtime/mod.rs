@@ -372,8 +372,7 @@ impl Runtime {
                     queue,
                     ring,
                     caps,
-                    lz4,
-                    gdeflate,
+                    gpu_batch::Decoders { lz4, gdeflate },
                     config.verify_gpu_checksums,
                     gpu_batch::BatchLinks {
                         events: gpu_tx,
