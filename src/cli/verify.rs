@@ -72,7 +72,7 @@ pub fn run(args: Args) -> CliResult {
     }
 }
 
-/// Decodes every LZ4 block on the GPU, batch by batch, and compares each with
+/// Decodes every LZ4 block and GDeflate page on the GPU, batch by batch, and compares each with
 /// the CPU decode; prints every mismatch by asset and block. Returns the
 /// number of mismatches.
 fn verify_gpu(
@@ -85,22 +85,33 @@ fn verify_gpu(
         // Every block would "mismatch": say why instead of blaming the decoder.
         return Err(format!("cannot check the GPU decoder on {}: {why}", ctx.describe()).into());
     }
-    let pipeline = gpustream::decode::gpu::Lz4DecodePipeline::new(&ctx.device);
+    let lz4 = gpustream::decode::gpu::Lz4DecodePipeline::new(&ctx.device);
+    let gdeflate = gpustream::decode::gpu::GDeflateDecodePipeline::new(&ctx.device);
     let bytes = std::fs::read(pack.path())?;
     let ids: Vec<u32> = (0..pack.blocks().len() as u32)
-        .filter(|&i| pack.blocks()[i as usize].codec == gpustream::Codec::Lz4)
+        .filter(|&i| {
+            matches!(
+                pack.blocks()[i as usize].codec,
+                gpustream::Codec::Lz4 | gpustream::Codec::GDeflate
+            )
+        })
         .collect();
     let bar = indicatif::ProgressBar::new(ids.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
-            "{spinner} GPU decode on {msg} [{bar:40}] {pos}/{len} LZ4 blocks",
+            "{spinner} GPU decode on {msg} [{bar:40}] {pos}/{len} LZ4 and GDeflate blocks",
         )
         .expect("static template")
         .progress_chars("=> "),
     );
     bar.set_message(ctx.describe());
     let mut mismatches = 0;
-    for batch in ids.chunks(1024) {
+    // One codec a batch: LZ4 blocks, then GDeflate pages.
+    let (lz4_ids, gd_ids): (Vec<u32>, Vec<u32>) = ids
+        .iter()
+        .partition(|&&i| pack.blocks()[i as usize].codec == gpustream::Codec::Lz4);
+    let batches = lz4_ids.chunks(1024).chain(gd_ids.chunks(256));
+    for batch in batches {
         // One GPU input per LZ4 stream: a block, or each of its sub-blocks.
         let mut inputs = Vec::new();
         let mut spans = Vec::new();
@@ -126,14 +137,24 @@ fn verify_gpu(
             spans.push(from..inputs.len());
             wanted.push(ok.then_some(cpu));
         }
-        let decoded =
-            gpustream::decode::gpu::lz4_decode::decode_blocks_with(&ctx, &pipeline, &inputs);
+        let gd = pack.blocks()[batch[0] as usize].codec == gpustream::Codec::GDeflate;
+        let decoded: Vec<Result<Vec<u8>, String>> = if gd {
+            gpustream::decode::gpu::gdeflate_decode::decode_pages(&ctx, &gdeflate, &inputs)
+                .into_iter()
+                .map(|r| r.map_err(|st| st.to_string()))
+                .collect()
+        } else {
+            gpustream::decode::gpu::lz4_decode::decode_blocks_with(&ctx, &lz4, &inputs)
+                .into_iter()
+                .map(|r| r.map_err(|st| st.to_string()))
+                .collect()
+        };
         for ((&i, want), span) in batch.iter().zip(&wanted).zip(spans) {
             let Some(want) = want else { continue };
             let b = pack.blocks()[i as usize];
-            let got: Result<Vec<u8>, gpustream::decode::Lz4Status> =
+            let got: Result<Vec<u8>, String> =
                 decoded[span].iter().try_fold(Vec::new(), |mut all, r| {
-                    all.extend_from_slice(r.as_ref().map_err(|st| *st)?);
+                    all.extend_from_slice(r.as_ref().map_err(|st| st.clone())?);
                     Ok(all)
                 });
             // The GPU decoder writes a conditioned block in its
@@ -164,7 +185,7 @@ fn verify_gpu(
                 }
                 Err(status) => {
                     println!(
-                        "GPU REJECTED: {} at offset {}: {status:?} (the CPU decodes it)",
+                        "GPU REJECTED: {} at offset {}: {status} (the CPU decodes it)",
                         pack.describe_block(gpustream::pack::BlockId(i)),
                         b.offset
                     );
@@ -176,9 +197,10 @@ fn verify_gpu(
     }
     bar.finish_and_clear();
     println!(
-        "GPU check on {}: {} LZ4 blocks, {} mismatches",
+        "GPU check on {}: {} LZ4 blocks, {} GDeflate pages, {} mismatches",
         ctx.describe(),
-        ids.len(),
+        lz4_ids.len(),
+        gd_ids.len(),
         mismatches
     );
     Ok(mismatches)
