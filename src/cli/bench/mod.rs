@@ -255,6 +255,7 @@ pub fn run(args: Args) -> CliResult {
     let mut io_backend = String::new();
     let mut bypassed = false;
     let mut lz4_decoder = None;
+    let mut gdeflate_decoder = None;
     // wgpu's GL backend gives up on its context lock after a second and
     // panics the runtime's poll thread ("Could not lock adapter context")
     // while llvmpipe runs a long decode dispatch; the run then never ends.
@@ -323,6 +324,22 @@ pub fn run(args: Args) -> CliResult {
             io_backend = info.io_backend;
             bypassed = info.direct;
             lz4_decoder = info.lz4.map(|p| p.name().to_string()).or(lz4_decoder);
+            if case == "gpu-gdeflate" {
+                // The WGSL decoder runs; say whether the driver has its own.
+                let driver = plan
+                    .ctx
+                    .as_ref()
+                    .and_then(|c| gpustream::gpu::memory_decompression_extension(&c.adapter));
+                gdeflate_decoder = Some(match driver {
+                    Some(ext) => format!(
+                        "WGSL (shaders/gdeflate_decode.wgsl); the driver offers {ext}, \
+                         which gpustream does not record yet"
+                    ),
+                    None => "WGSL (shaders/gdeflate_decode.wgsl); the driver has no \
+                             GDeflate decoder of its own"
+                        .into(),
+                });
+            }
             if base.bytes != row.bytes_delivered && case != "none" {
                 notes.push(format!(
                     "{case}: the baseline produces {} bytes per pass, the runtime delivers {}",
@@ -361,6 +378,7 @@ pub fn run(args: Args) -> CliResult {
         io_backend,
         page_cache_bypassed: bypassed,
         lz4_decoder,
+        gdeflate_decoder,
         verify: plan.verify,
         pack: src.display().to_string(),
         cpu_threads: threads,

@@ -83,6 +83,9 @@ pub struct BenchReport {
     /// The GPU LZ4 decoder's variant the gpu-lz4 cases ran (`None`: no
     /// such case ran on a GPU).
     pub lz4_decoder: Option<String>,
+    /// The GPU GDeflate decoder the gpu-gdeflate case ran, and whether the
+    /// driver offers its own (`None`: no such case ran on a GPU).
+    pub gdeflate_decoder: Option<String>,
     /// Whether checksums were checked (off with `--no-verify`).
     pub verify: bool,
     /// The pack streamed.
@@ -118,6 +121,9 @@ pub(super) fn print(r: &BenchReport) {
     );
     if let Some(d) = &r.lz4_decoder {
         println!("GPU LZ4 decoder: {d}");
+    }
+    if let Some(d) = &r.gdeflate_decoder {
+        println!("GPU GDeflate decoder: {d}");
     }
     let sustained = if r.sustained {
         let ahead = r.rows.first().map_or(0, |row| row.passes_ahead);
