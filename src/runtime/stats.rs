@@ -50,8 +50,11 @@ pub struct QueueStats {
     /// recorded for this queue's data.
     pub gpu_dispatches: u64,
     /// LZ4 decode dispatches among them: `blocks_gpu_decoded /
-    /// lz4_dispatches` is the blocks one decode dispatch puts in flight.
+    /// (lz4_dispatches + gdeflate_dispatches)` is the blocks one decode
+    /// dispatch puts in flight.
     pub lz4_dispatches: u64,
+    /// GPU GDeflate decode dispatches.
+    pub gdeflate_dispatches: u64,
     /// The most blocks one LZ4 decode dispatch held.
     pub lz4_dispatch_peak: u64,
     /// Stored-copy dispatches among them (stored blocks and CPU-decoded

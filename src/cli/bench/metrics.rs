@@ -82,6 +82,7 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
         gpu_submits: a.gpu_submits - b.gpu_submits,
         gpu_dispatches: a.gpu_dispatches - b.gpu_dispatches,
         lz4_dispatches: a.lz4_dispatches - b.lz4_dispatches,
+        gdeflate_dispatches: a.gdeflate_dispatches - b.gdeflate_dispatches,
         // A peak does not difference: the run's, warm-up included.
         lz4_dispatch_peak: a.lz4_dispatch_peak,
         copy_dispatches: a.copy_dispatches - b.copy_dispatches,
@@ -112,8 +113,9 @@ pub struct HostSide {
     /// The submission thread's CPU s/GB less its time inside wgpu's submit:
     /// the runtime's own work (what the 0.02 s/GB host-side target is about).
     pub submit_own_s_per_gb: Option<f64>,
-    /// Blocks one decode dispatch puts in flight: LZ4 blocks per LZ4
-    /// dispatch, or (no LZ4) stored blocks per stored-copy dispatch.
+    /// Blocks one decode dispatch puts in flight: LZ4 and GDeflate blocks
+    /// per decode dispatch, or (none) stored blocks per stored-copy
+    /// dispatch.
     pub blocks_per_dispatch: Option<f64>,
     /// GPU commands recorded per MiB delivered.
     pub gpu_commands_per_mib: Option<f64>,
@@ -160,6 +162,7 @@ pub(super) fn host_side(
     let gb = (bytes / 1e9).max(1e-12);
     let mib = (bytes / (1u64 << 20) as f64).max(1e-12);
     let gpu_work = d.gpu_dispatches > 0 || d.gpu_commands > 0;
+    let decode_dispatches = d.lz4_dispatches + d.gdeflate_dispatches;
     HostSide {
         cpu_s_per_gb: cpu / gb,
         submit_busy_s_per_gb: busy.as_secs_f64() / gb,
@@ -167,15 +170,15 @@ pub(super) fn host_side(
         wgpu_submit_s_per_gb: wgpu_submit.as_secs_f64() / gb,
         submit_own_s_per_gb: busy_cpu
             .map(|c| (c.as_secs_f64() - wgpu_submit.as_secs_f64()).max(0.0) / gb),
-        blocks_per_dispatch: if d.lz4_dispatches > 0 {
-            Some(d.blocks_gpu_decoded as f64 / d.lz4_dispatches as f64)
+        blocks_per_dispatch: if decode_dispatches > 0 {
+            Some(d.blocks_gpu_decoded as f64 / decode_dispatches as f64)
         } else if d.copy_dispatches > 0 {
             Some(d.blocks_copied as f64 / d.copy_dispatches as f64)
         } else {
             None
         },
         lz4_blocks_peak_dispatch: (d.lz4_dispatches > 0).then_some(d.lz4_dispatch_peak),
-        dispatches_per_pass: [d.lz4_dispatches, d.copy_dispatches]
+        dispatches_per_pass: [decode_dispatches, d.copy_dispatches]
             .into_iter()
             .find(|&n| n > 0)
             .map(|n| n as f64 / passes),

@@ -138,26 +138,6 @@ pub fn validate_gdeflate_descs(
     validate_descs(descs, input_len, output_len)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shader_validates() {
-        crate::decode::gpu::kernel::assert_wgsl_valid(SHADER);
-    }
-
-    #[test]
-    fn descriptor_checks() {
-        let ok = Lz4BlockDesc::linear(0, 200, 0, 1000);
-        assert_eq!(validate_gdeflate_descs(&[ok], 256, 1024), Ok(()));
-        let big = Lz4BlockDesc::linear(0, 200, 0, 65537);
-        assert!(validate_gdeflate_descs(&[big], 256, 1 << 20).is_err());
-        let overlap = Lz4BlockDesc::linear(0, 200, 996, 8);
-        assert!(validate_gdeflate_descs(&[ok, overlap], 256, 1024).is_err());
-    }
-}
-
 /// Decodes `pages` (each a GDeflate page and its declared size) on the GPU,
 /// 256 pages a dispatch, and reads the output back: for `gpustream verify
 /// --gpu` and the tests. A page the shader flags comes back as its status.
@@ -182,7 +162,12 @@ pub fn decode_pages(
                 false => (0, u32::MAX),
             };
             let dst = (i * crate::MAX_BLOCK_SIZE) as u32;
-            descs.push(Lz4BlockDesc::linear(input.len() as u32, src_size, dst, dst_size));
+            descs.push(Lz4BlockDesc::linear(
+                input.len() as u32,
+                src_size,
+                dst,
+                dst_size,
+            ));
             if fits {
                 input.extend_from_slice(src);
             }
@@ -215,7 +200,12 @@ pub fn decode_pages(
         let recorded = pipeline.encode_in(
             device,
             &mut encoder,
-            PassBindings::whole(input_buf.slice(..), &upload(device, &descs), &output, &status),
+            PassBindings::whole(
+                input_buf.slice(..),
+                &upload(device, &descs),
+                &output,
+                &status,
+            ),
             batch.len() as u32,
         );
         let bytes = recorded.ok().and_then(|()| {
@@ -253,4 +243,24 @@ fn upload(device: &wgpu::Device, descs: &[Lz4BlockDesc]) -> wgpu::Buffer {
         contents: bytemuck::cast_slice(descs),
         usage: wgpu::BufferUsages::STORAGE,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shader_validates() {
+        crate::decode::gpu::kernel::assert_wgsl_valid(SHADER);
+    }
+
+    #[test]
+    fn descriptor_checks() {
+        let ok = Lz4BlockDesc::linear(0, 200, 0, 1000);
+        assert_eq!(validate_gdeflate_descs(&[ok], 256, 1024), Ok(()));
+        let big = Lz4BlockDesc::linear(0, 200, 0, 65537);
+        assert!(validate_gdeflate_descs(&[big], 256, 1 << 20).is_err());
+        let overlap = Lz4BlockDesc::linear(0, 200, 996, 8);
+        assert!(validate_gdeflate_descs(&[ok, overlap], 256, 1024).is_err());
+    }
 }

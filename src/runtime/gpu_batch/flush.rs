@@ -139,6 +139,7 @@ impl GpuBatcher {
                     st.gpu_commands += rec.commands;
                     st.gpu_dispatches += rec.dispatches;
                     st.lz4_dispatches += rec.lz4_passes;
+                    st.gdeflate_dispatches += rec.gdeflate_passes;
                     st.lz4_dispatch_peak = st.lz4_dispatch_peak.max(lz4_peak);
                     st.copy_dispatches += rec.copy_passes;
                     st.texture_copies += rec.texture_copies;
