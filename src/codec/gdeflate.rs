@@ -290,23 +290,30 @@ impl<'a> Streams<'a> {
     }
 
     /// Tops up sub-stream `i` with the page's next word if it holds fewer
-    /// than 32 bits.
+    /// than 32 bits. Whether it does varies from step to step with the
+    /// codes' lengths, a branch no predictor learns: while four bytes
+    /// remain, the word is loaded every time and taken or not without a
+    /// branch.
     #[inline(always)]
     fn refill(&mut self, i: usize) -> Result<(), PageError> {
-        if self.held[i] < REFILL_BELOW {
-            let Some(&word) = self
-                .page
-                .get(self.next..)
-                .and_then(|rest| rest.first_chunk::<4>())
-            else {
-                return Err(self.fail("page ends inside a sub-stream"));
-            };
-            let word = u32::from_le_bytes(word);
-            self.bits[i] |= (word as u64) << self.held[i];
-            self.held[i] += 32;
-            self.next += 4;
+        let held = self.held[i];
+        let need = (held < REFILL_BELOW) as u32;
+        match self
+            .page
+            .get(self.next..)
+            .and_then(|r| r.first_chunk::<4>())
+        {
+            Some(&word) => {
+                // `need` is 0 or 1: the word, or nothing, goes in.
+                let word = u32::from_le_bytes(word) as u64 * need as u64;
+                self.bits[i] |= word << held;
+                self.held[i] = held + 32 * need;
+                self.next += 4 * need as usize;
+                Ok(())
+            }
+            None if need == 1 => Err(self.fail("page ends inside a sub-stream")),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Takes `n` (at most 32) bits from sub-stream `i`. A step takes at
