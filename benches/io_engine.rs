@@ -3,7 +3,7 @@
 //! same run, so the ratio shows the engine's own cost without the disk;
 //! and a CPU decode thread's way to a block's bytes in the page cache,
 //! `pread` + crc32c against the file's mapping + crc32c, with the mapping
-//! made fresh each time (a pack streamed once) or kept (issue #10).
+//! made fresh each time (a pack streamed once) or kept.
 //!
 //! Run: `cargo bench --bench io_engine`. Disk throughput is measured by
 //! `gpustream sweep` (see docs/io.md), not here.

@@ -349,7 +349,7 @@ fn the_regression_files_fail_cleanly_through_the_cli() {
     // empty plan on the GPU. It is not run here: a process that created a
     // Runtime on lavapipe crashed in an exit handler about once in 70 exits
     // on this branch's runtime (2026-12-01), which is not what this test
-    // is about; see the report of issue #16.)
+    // is about.)
     failures.extend(check(
         "trace-info",
         &traces[..1],

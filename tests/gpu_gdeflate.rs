@@ -514,7 +514,7 @@ fn bad_descriptors_are_flagged_and_write_nothing() {
 /// a page of the reference encoder, or data for its structure-aware mode):
 /// `cargo test --release --test gpu_gdeflate -- --ignored write_fuzz_seeds`.
 #[test]
-#[ignore]
+#[ignore = "writes fuzz/seeds/gdeflate_twin; run by hand when the seeds should change"]
 fn write_fuzz_seeds() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/gdeflate_twin");
     std::fs::create_dir_all(&dir).unwrap();

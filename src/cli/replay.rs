@@ -602,7 +602,7 @@ pub fn info(args: InfoArgs) -> CliResult {
         t.few_request_submits,
         t.submits,
         if t.few_request_submits * 2 > t.submits && t.submits > 0 {
-            "  <- most submits are small: batch more requests per submit (see seed 004)"
+            "  <- most submits are small: batch more requests per submit (see the article DirectStorage 1.1 for Intel GPUs)"
         } else {
             ""
         }

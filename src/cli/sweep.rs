@@ -1,7 +1,7 @@
 //! `gpustream sweep`: the Xbox article's measurements on the local disk
 //! (read size x queue depth x access pattern, blocking reads vs the
 //! engine), an optional same-run comparison with fio, and with `--files`
-//! seed 003's name-order vs physical-order read of a directory.
+//! the physical-disk-order article's name-order vs physical-order read of a directory.
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -53,11 +53,11 @@ pub struct Args {
     #[arg(long, default_value = "auto")]
     backend: String,
     /// Read every file of this directory in name order and in physical
-    /// (FIEMAP) order, like seed 003.
+    /// (FIEMAP) order, like the physical-disk-order article.
     #[arg(long, conflicts_with = "file")]
     files: Option<PathBuf>,
     /// With --files: first fill the directory with this many files of
-    /// 16-282 KiB (149 KiB on average, as in seed 003), written in shuffled
+    /// 16-282 KiB (149 KiB on average, as in the physical-disk-order article), written in shuffled
     /// name order.
     #[arg(long)]
     create_files: Option<usize>,
@@ -699,7 +699,7 @@ fn fio_once(
     Ok(bw / 1e6)
 }
 
-/// Seed 003's experiment: read every file of `dir` in name order, then in
+/// The physical-disk-order article's experiment: read every file of `dir` in name order, then in
 /// physical order (first extent from FIEMAP), then all at once through the
 /// engine (which sorts by physical position itself).
 fn run_files(dir: &Path, create: Option<usize>) -> CliResult {

@@ -74,7 +74,7 @@ pub enum CodecError {
 /// Inlined through `Codec::decompress_into` and the reader's block check,
 /// `lz4_flex`'s decoder was compiled with its short literal and match copies
 /// as out-of-line `memcpy` calls, and ran 13-40% slower in the runtime's
-/// decode threads than the same call in a plain loop (`perf`, session 6).
+/// decode threads than the same call in a plain loop (measured with `perf`).
 /// As a function of its own it gets the loop's code generation.
 #[inline(never)]
 fn lz4_decompress_into(

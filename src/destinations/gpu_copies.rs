@@ -336,7 +336,7 @@ fn direct_binding(
 /// batch's parts come mostly in runs of one destination (the tiles of one
 /// mip are neighbours in the pack), so a part of the same destination as
 /// the one before skips the map: comparing wgpu handles was a twentieth of
-/// the submission thread's own work with a map probe per part (issue #10).
+/// the submission thread's own work with a map probe per part.
 struct Groups<K> {
     index: BTreeMap<K, usize>,
     lists: Vec<Vec<usize>>,

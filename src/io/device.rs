@@ -1,6 +1,6 @@
 //! Which physical block device a file lives on.
 //!
-//! Seed 001: two partitions of one disk read by two threads interleaved
+//! The interleaved-reads game I/O post-mortem: two partitions of one disk read by two threads interleaved
 //! their large reads in small pieces and cut the disk to 2 MiB/s. The engine
 //! therefore keys its schedulers by the *disk*, not by `st_dev`: a
 //! partition's device number is resolved through sysfs to its parent disk.

@@ -1,6 +1,6 @@
 //! Where a file's bytes lie on its device, from the FIEMAP ioctl.
 //!
-//! Seed 003 sorts files by their first extent to read them in disk order;
+//! The article on reading files in physical disk order sorts files by their first extent to read them in disk order;
 //! the scheduler goes one step further and maps every request's file offset
 //! to a physical byte address, so requests to many files on one device can
 //! be sorted together.

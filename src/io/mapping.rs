@@ -6,7 +6,7 @@
 //! was a quarter of a decode thread's time per block (about 10 us for a
 //! 48 KiB block on the development VM, page cache to buffer at 5 GB/s,
 //! against about 25 us to decode its 64 KiB); reading the mapped pages
-//! leaves only the checksum's and the decoder's own reads (issue #10).
+//! leaves only the checksum's and the decoder's own reads.
 //!
 //! **A file cut shorter under its mapping.** Touching a mapped page past a
 //! file's end makes the kernel send SIGBUS, which would kill the process

@@ -72,7 +72,7 @@ pub fn plan_reads(ranges: &[(u64, usize)], max_read: usize, max_overread: usize)
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     // Parts mostly arrive in pack order, which is file order: checking that
     // costs one pass, where the sort cost a fifth of the submission
-    // thread's own work on the GPU path (issue #10, `perf`).
+    // thread's own work on the GPU path (`perf`).
     if !ranges.is_sorted() {
         order.sort_by_key(|&i| (ranges[i].0, ranges[i].1));
     }

@@ -5,7 +5,7 @@
 //!
 //! Because every read to a disk goes through its one worker, reads to two
 //! partitions of the same disk are ordered together and each request is
-//! issued whole (seed 001), while different disks proceed in parallel.
+//! issued whole (the interleaved-reads game I/O post-mortem), while different disks proceed in parallel.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

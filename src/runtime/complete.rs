@@ -13,7 +13,7 @@
 //!
 //! It took the part of the submission thread's own work that grows with
 //! requests and parts but needs nothing of staging or reads: reading
-//! status words, ending parts and jobs, and the queues' locks (issue #10:
+//! status words, ending parts and jobs, and the queues' locks (measured:
 //! the submission thread keeps up with more bytes per second).
 //!
 //! Order: the submission thread sends a job's `Jobs` entry before it

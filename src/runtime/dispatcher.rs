@@ -264,7 +264,7 @@ impl Dispatcher {
                 // The last handles of ended jobs go back to the completion
                 // stage to be dropped there: freeing a job (its destination's
                 // and queue's reference counts, its allocation) was a
-                // twentieth of this thread's own work (issue #10).
+                // twentieth of this thread's own work.
                 let handles: Vec<_> = keys
                     .into_iter()
                     .filter_map(|k| self.jobs.remove(k))
@@ -306,7 +306,7 @@ impl Dispatcher {
         // Parts that CPU threads read for themselves are taken only as far
         // as the free read slots can use them (a run is at most `max_read`
         // bytes): taking more, only to coalesce them and put them back, was
-        // most of this thread's work on `cpu-lz4` (issue #10).
+        // most of this thread's work on `cpu-lz4`.
         let max_read = self.rt.config.io.max_read.max(1) as u64;
         let mut cached_budget = self.reads.cached_free() as u64 * max_read;
         let mut cached_taken = false;
@@ -594,7 +594,7 @@ impl Dispatcher {
             // While other runs wait for the pool, this run's reports wait
             // with them: the submission thread is woken once for several
             // runs instead of once a run. On two cores each of its turns
-            // preempted a decode thread (issue #10). The runs in flight
+            // preempted a decode thread. The runs in flight
             // are bounded (`Reads::cached_free`), so the held reports go on
             // at the latest when the pool runs short or idle.
             if waiting.load(Ordering::Relaxed) <= hold_while {
@@ -605,7 +605,7 @@ impl Dispatcher {
 
     fn on_read(&mut self, c: ReadCompletion) {
         // One list for every read: growing a fresh one per read was a
-        // fortieth of this thread's own work (issue #10, `perf`).
+        // fortieth of this thread's own work (`perf`).
         let mut landed = std::mem::take(&mut self.landed);
         let chunk = self.reads.complete(c, &mut landed);
         for l in landed.drain(..) {

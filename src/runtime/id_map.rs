@@ -6,7 +6,7 @@
 //! the key's low bits (consecutive ids land in distinct buckets) and the
 //! high bits, which the map uses as a tag, are well mixed. On the
 //! submission thread SipHash lookups were about a sixth of its own work
-//! per request (issue #10, `perf` on `bench --adapter noop`).
+//! per request (`perf` on `bench --adapter noop`).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -122,7 +122,7 @@ pub(crate) struct JobCtl {
     /// GPU writes recorded and not yet landed. `begin_gpu` and `end_gpu`
     /// run once per GPU part on the submission thread, so they are plain
     /// atomics: a lock pair per part was a measurable share of its own
-    /// work (issue #10).
+    /// work.
     gpu_pending: AtomicU32,
     /// A canceller waits on `gpu_idle` for `gpu_pending` to reach 0; only
     /// then does the last write take the lock and wake it.

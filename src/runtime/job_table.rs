@@ -7,7 +7,7 @@
 //! lookup is one index, not a hash probe. A slot holds one pointer to the
 //! job's [`JobHot`]: the table stays a few cache lines for thousands of
 //! jobs (a hash map of whole jobs, 440 bytes each, cost the submission
-//! thread a cache miss per lookup, issue #10).
+//! thread a cache miss per lookup).
 //!
 //! A slot is freed only when the completion stage says the job has ended,
 //! so the completion stage can key its own table by the same keys.

@@ -247,7 +247,7 @@ pub(crate) struct Plan {
 
 /// A source in words and the file it reads, for error records. Made only
 /// when a request fails: formatting it for every request cost the
-/// enqueueing thread more than planning the request did (issue #10).
+/// enqueueing thread more than planning the request did.
 pub(crate) fn describe_source(source: &Source) -> (String, Option<std::path::PathBuf>) {
     let asset_name = |pack: &PackFile, id: AssetId| match pack.pack.get_asset(id) {
         Some(a) => a.name.clone(),

@@ -58,7 +58,7 @@ struct State {
     in_flight: usize,
     /// Threads blocked in `enqueue` waiting for `space`. A finished request
     /// wakes them only when there are some: a futex wake per request was
-    /// a fifth of the submission thread's own work (issue #10).
+    /// a fifth of the submission thread's own work.
     space_waiters: usize,
 }
 

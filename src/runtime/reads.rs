@@ -151,7 +151,7 @@ impl Reads {
             .map(|run| {
                 // Sized up front: `filter_map` gives no size hint, and
                 // growing each run's list was a sixtieth of the submission
-                // thread's own work (issue #10, `perf`).
+                // thread's own work (`perf`).
                 let mut parts = Vec::with_capacity(run.parts.len());
                 parts.extend(run.parts.iter().filter_map(|p| slots[p.index].take()));
                 parts

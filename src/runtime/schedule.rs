@@ -11,7 +11,7 @@ pub(crate) const PRIORITIES: usize = 4;
 /// holds the part lists as they came (a submitted batch's parts, in order)
 /// and hands parts out of them, so a part is not moved once more into the
 /// schedule (measured: moving every part into a deque was a twentieth of
-/// the submission thread's own work, issue #10).
+/// the submission thread's own work).
 #[derive(Default)]
 pub(crate) struct Schedule {
     waiting: [VecDeque<std::vec::IntoIter<Part>>; PRIORITIES],
@@ -19,7 +19,7 @@ pub(crate) struct Schedule {
     /// Lists used up, kept for [`Self::take_spent`]: freeing a submit's
     /// list (allocated by the application's thread, often large enough for
     /// glibc to unmap) was a thirtieth of the submission thread's own work
-    /// (issue #10, `perf`), so the completion thread frees them.
+    /// (`perf`), so the completion thread frees them.
     spent: Vec<std::vec::IntoIter<Part>>,
 }
 

@@ -220,7 +220,7 @@ pub(super) struct Setting {
     pub buffered: bool,
 }
 
-/// Issue #10's targets that apply to `case` at `staging_mib` in `setting`.
+/// The host-side targets that apply to `case` at `staging_mib` in `setting`.
 pub(super) fn targets(
     case: &str,
     staging_mib: u64,

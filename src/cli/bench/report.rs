@@ -61,7 +61,7 @@ pub struct BenchRow {
     pub delivered_as: String,
     /// Passes queued beyond the one waited on (`--sustained`; 0 otherwise).
     pub passes_ahead: u32,
-    /// Issue #10's targets that apply to this row.
+    /// The host-side targets that apply to this row.
     pub targets: Vec<TargetCheck>,
 }
 

@@ -91,7 +91,7 @@ impl GpuBatcher {
         // continue for certain. Reads are placed in file order within each
         // turn of the submission thread, so a turn boundary inside a mip
         // can put its last tiles behind other parts, and the rest of its
-        // row outside the last chunk (issue #10: the last extra copies of
+        // row outside the last chunk (measured: the last extra copies of
         // sustained runs). Sets, not lists: a ring of small tiles holds
         // thousands of parts of hundreds of mips.
         for s in self.staged.iter().flatten() {
