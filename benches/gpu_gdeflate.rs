@@ -1,13 +1,18 @@
-//! The WGSL GDeflate decoder alone: GB/s of output per batch of pages, on
-//! the device `gpustream::gpu::open_device` picks, beside the ratio of the
-//! same blocks as GDeflate and as LZ4 fast.
+//! The GPU GDeflate decoders alone: GB/s of output per batch of pages for
+//! the WGSL decoder and, where the Vulkan driver has one
+//! (`VK_EXT/NV_memory_decompression`), the driver's own, on the same pages
+//! on the device `gpustream::gpu::open_device` picks, beside the ratio of
+//! the same blocks as GDeflate and as LZ4 fast.
 //!
 //! Each pack block (conditioning undone) is compressed to one GDeflate page
 //! at level 12, the packer's default; blocks GDeflate saves under 1/16 of
 //! are left out, as the packer stores those raw. A batch of pages is
 //! decoded in one dispatch, one workgroup per page, into 64 KiB slots; the
 //! time is the wall clock from submit to the device going idle, the best
-//! of `--runs`. The first run's output is checked against the blocks.
+//! of `--runs`. The driver's decoder gets the same pages at 4-byte aligned
+//! offsets (its rule) in one `vkCmdDecompressMemory*` command, timed the
+//! same way. Each decoder's first run's output is checked against the
+//! blocks.
 //!
 //! Run: `cargo bench --bench gpu_gdeflate [-- PACK... [--batch N,...]
 //! [--runs N] [--json FILE] [--quick]]`. Without packs it uses the 32 MiB
@@ -15,6 +20,7 @@
 //! read, a quarter more than the largest batch needs. On lavapipe the figures say the
 //! decoder works, not how fast it is on a GPU.
 
+use gpustream::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
 use gpustream::decode::gpu::{read_buffer, GDeflateDecodePipeline};
 use gpustream::decode::{GDeflateStatus, Lz4BlockDesc};
 use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
@@ -197,6 +203,79 @@ fn check(ctx: &gpustream::gpu::GpuContext, c: &Corpus, b: &Batch) {
     }
 }
 
+/// The same pages for the driver's decoder: 4-byte aligned in its source
+/// buffer, outputs 64 KiB apart.
+struct DriverBatch {
+    src: DriverBuffer,
+    dst: DriverBuffer,
+    regions: Vec<DriverRegion>,
+}
+
+fn driver_batch(
+    ctx: &gpustream::gpu::GpuContext,
+    d: &DriverGDeflate,
+    c: &Corpus,
+    n: usize,
+) -> DriverBatch {
+    let mut input = Vec::new();
+    let mut regions = Vec::with_capacity(n);
+    for (i, page) in c.pages.iter().take(n).enumerate() {
+        input.resize(input.len().next_multiple_of(4), 0);
+        regions.push(DriverRegion {
+            src_offset: input.len() as u64,
+            src_size: page.len() as u64,
+            dst_offset: (i * MAX_BLOCK_SIZE) as u64,
+            dst_size: c.plain[i].len() as u64,
+        });
+        input.extend_from_slice(page);
+    }
+    input.resize(input.len().next_multiple_of(4).max(4), 0);
+    let src = d
+        .buffer(input.len() as u64, "driver bench pages")
+        .expect("driver buffer");
+    let dst = d
+        .buffer((n * MAX_BLOCK_SIZE) as u64, "driver bench output")
+        .expect("driver buffer");
+    ctx.queue.write_buffer(&src.buffer, 0, &input);
+    DriverBatch { src, dst, regions }
+}
+
+/// One driver command over the batch: wall seconds from submit to idle.
+fn driver_run(ctx: &gpustream::gpu::GpuContext, d: &DriverGDeflate, b: &DriverBatch) -> f64 {
+    let cb = d
+        .record(&b.src, &b.dst, &b.regions)
+        .expect("record driver decode");
+    let t = Instant::now();
+    ctx.queue.submit([cb]);
+    ctx.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("poll");
+    t.elapsed().as_secs_f64()
+}
+
+/// The driver's output against the blocks.
+fn driver_check(ctx: &gpustream::gpu::GpuContext, c: &Corpus, b: &DriverBatch) {
+    let size = b.dst.size();
+    let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("driver bench readback"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(&b.dst.buffer, 0, &rb, 0, size);
+    ctx.queue.submit([enc.finish()]);
+    let out = read_buffer(&ctx.device, &rb).expect("read back");
+    for (i, r) in b.regions.iter().enumerate() {
+        let at = r.dst_offset as usize;
+        assert!(
+            out[at..at + r.dst_size as usize] == c.plain[i][..],
+            "{}: page {i}: the driver's decoder decoded it wrong",
+            c.name
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick" || a == "--test");
@@ -244,9 +323,19 @@ fn main() {
         }
     };
     let pipeline = GDeflateDecodePipeline::new(&ctx.device);
+    let driver = DriverGDeflate::new(&ctx.device);
     println!("# gpu_gdeflate on {}", ctx.describe());
-    println!("| corpus | pages | MiB out | ratio gdeflate | ratio lz4 fast | gdeflate / lz4 | wall GB/s (best of {runs}) |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let offered = gpustream::decode::gpu::driver_gdeflate::offered_extension(&ctx.adapter);
+    println!(
+        "# driver's decoder: {}",
+        match (&driver, offered) {
+            (Some(d), _) => format!("{} (timed beside WGSL)", d.extension().name()),
+            (None, Some(e)) => format!("{} offered but not enabled on this device", e.name()),
+            (None, None) => "none (no VK_EXT/VK_NV_memory_decompression)".into(),
+        }
+    );
+    println!("| corpus | pages | MiB out | ratio gdeflate | ratio lz4 fast | gdeflate / lz4 | WGSL GB/s (best of {runs}) | driver GB/s |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
     let mut rows = Vec::new();
     for path in &packs {
         let c = load(path, *batches.iter().max().unwrap_or(&0) * 5 / 4 + 16);
@@ -255,7 +344,7 @@ fn main() {
         for &n in &batches {
             if n > c.pages.len() {
                 println!(
-                    "| {} | {n} | skipped: the corpus has {} pages | | | | |",
+                    "| {} | {n} | skipped: the corpus has {} pages | | | | | |",
                     c.name,
                     c.pages.len()
                 );
@@ -266,8 +355,16 @@ fn main() {
             check(&ctx, &c, &b);
             let best = (1..runs).fold(first, |t, _| t.min(run(&ctx, &pipeline, &b)));
             let gbs = b.out_bytes as f64 / best / 1e9;
+            let driver_gbs = driver.as_ref().map(|d| {
+                let db = driver_batch(&ctx, d, &c, n);
+                let first = driver_run(&ctx, d, &db);
+                driver_check(&ctx, &c, &db);
+                let best = (1..runs).fold(first, |t, _| t.min(driver_run(&ctx, d, &db)));
+                b.out_bytes as f64 / best / 1e9
+            });
+            let driver_cell = driver_gbs.map_or("n/a".to_string(), |g| format!("{g:.3}"));
             println!(
-                "| {} | {n} | {:.1} | {:.3} | {:.3} | {:.3} | {gbs:.3} |",
+                "| {} | {n} | {:.1} | {:.3} | {:.3} | {:.3} | {gbs:.3} | {driver_cell} |",
                 c.name,
                 b.out_bytes as f64 / (1 << 20) as f64,
                 plain as f64 / gd as f64,
@@ -278,7 +375,9 @@ fn main() {
                 "corpus": c.name, "pages": n, "bytes_out": b.out_bytes, "bytes_in": b.in_bytes,
                 "ratio_gdeflate": plain as f64 / gd as f64,
                 "ratio_lz4_fast": plain as f64 / c.lz4_bytes as f64,
-                "wall_gbs": gbs, "runs": runs, "adapter": ctx.describe(),
+                "wall_gbs": gbs, "driver_wall_gbs": driver_gbs,
+                "driver_extension": driver.as_ref().map(|d| d.extension().name()),
+                "runs": runs, "adapter": ctx.describe(),
             }));
         }
     }

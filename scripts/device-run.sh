@@ -31,12 +31,18 @@
 #                            streaming application keeps it
 #   5. vulkan-decompression.txt  whether the driver offers its own GDeflate
 #                            decoder (VK_EXT/VK_NV_memory_decompression in
-#                            vulkaninfo and in `gpustream adapters`)
-#   5b. gpu_gdeflate.json    the WGSL GDeflate decoder alone, 256, 1k and 4k
-#                            pages (GB/s of output; the target is nvCOMP's
-#                            GDeflate on an H200, 68 GB/s)
+#                            vulkaninfo and in `gpustream adapters`) and
+#                            which decoder the runtime picks
+#   5b. gpu_gdeflate.json    the GDeflate decoders alone, 256, 1k and 4k
+#                            pages: WGSL and, where the driver has one, the
+#                            driver's, each checked against the blocks (GB/s
+#                            of output; the target is nvCOMP's GDeflate on
+#                            an H200, 68 GB/s)
 #   5c. bench-gdeflate.json  gpu-gdeflate and cpu-gdeflate end to end on a
-#                            64 MiB demo pack at GDeflate level 12
+#                            64 MiB demo pack at GDeflate level 12, with the
+#                            decoder the runtime picks
+#   5d. bench-gdeflate-wgsl.json  gpu-gdeflate end to end with the WGSL
+#                            decoder forced, where the driver has its own
 #   4. vt-bench.json         the virtual-texturing --benchmark summary
 #   steps.json               each step's command, exit status and seconds
 # and prints a short table last. Logs of every step sit beside the JSON.
@@ -133,7 +139,7 @@ if [ "$quick" = 1 ]; then
     probe_sizes=64,256
     gd_args=(--batch 16 --runs 1 --quick)
     gd_bench_args=(--staging 64 --demo-mib 8 --iters 1)
-    limits=(60 240 120 120 120 60 60 60 300 300)
+    limits=(60 240 120 120 120 60 60 60 300 300 300)
 else
     # Every variant (eight with subgroups: v2 with word stores, with
     # 16-byte stores and two blocks per workgroup, each on the subgroup and
@@ -147,18 +153,17 @@ else
     bench_args=(--staging 64,256,1024 --demo-mib 1024)
     vt_args=()
     probe_sizes=64,256,1024
-    # Seconds per step: probe, decoder bench, bench x2, VT, best variant
-    # end to end, sustained end to end (sum 505 s; the first bench run
-    # builds its 1 GiB demo pack and the none and sub-block variants of it;
-    # the decoder bench got 10 s more when the pair variants came,
-    # 2026-12-03; the sustained step came 2026-12-04; the HC and
-    # conditioned decoder corpora and the gpu-lz4-hc bench case,
-    # 2026-12-06: sum 560 s; the GDeflate decoder and its bench case took
-    # 15 s from bench-noverify and 15 s from the virtual-texturing run and
-    # got 30 s and 45 s: sum 575 s).
+    # Seconds per step, in the order of `limits` below: the staging probe,
+    # the LZ4 decoder bench, bench with and without checksums, the
+    # virtual-texturing run, the best LZ4 variant end to end, sustained end
+    # to end, the HC and conditioned decoder corpora, the GDeflate decoders
+    # alone, GDeflate end to end with the decoder the runtime picks, and
+    # GPU GDeflate end to end with the WGSL decoder forced (run only where
+    # the driver has its own). Sum 595 s, inside one 600 s device call; the
+    # first bench step builds the 1 GiB demo pack and its variants.
     gd_args=(--batch 256,1024,4096 --runs 3)
     gd_bench_args=(--staging 256 --demo-mib 64 --iters 3)
-    limits=(30 180 125 55 35 35 30 40 30 45)
+    limits=(30 175 125 55 30 30 30 40 30 30 20)
 fi
 
 json_str() {
@@ -217,15 +222,19 @@ step bench-sustained "${limits[6]}" "$bin/gpustream" bench --buffered --cases gp
     --staging "$largest" --demo-mib "${bench_args[3]}" --sustained --iters 3 \
     --json "$OUT/bench-sustained.json"
 # The driver's own GDeflate decoder, if it has one (NVIDIA's drivers
-# offer VK_NV/VK_EXT_memory_decompression; gpustream does not use it yet),
-# then the WGSL decoder alone and end to end.
+# offer VK_NV/VK_EXT_memory_decompression), and the decoder the runtime
+# picks; then both decoders alone and end to end.
 {
     vulkaninfo 2>/dev/null | grep -i 'memory_decompression' || echo "vulkaninfo: no memory_decompression extension listed"
-    "$bin/gpustream" adapters 2>/dev/null | grep -i 'driver GDeflate'
+    "$bin/gpustream" adapters 2>/dev/null | grep -i 'GDeflate decoder'
 } >"$OUT/vulkan-decompression.txt" 2>&1
 step gpu_gdeflate "${limits[8]}" "$gdbench" "$work/demo-lz4.gspk" "${gd_args[@]}" --json "$OUT/gpu_gdeflate.json"
 step bench-gdeflate "${limits[9]}" "$bin/gpustream" bench --buffered --cases gpu-gdeflate,cpu-gdeflate \
     "${gd_bench_args[@]}" --json "$OUT/bench-gdeflate.json"
+if grep -q "GDeflate decoder: the driver's" "$OUT/vulkan-decompression.txt"; then
+    step bench-gdeflate-wgsl "${limits[10]}" env GPUSTREAM_GDEFLATE_DECODER=wgsl "$bin/gpustream" bench \
+        --buffered --cases gpu-gdeflate "${gd_bench_args[@]}" --json "$OUT/bench-gdeflate-wgsl.json"
+fi
 step vt-bench "${limits[4]}" "$(example virtual_texturing)" --benchmark "${vt_args[@]}" --stats "$OUT/vt-bench.csv"
 vt_rc=$?
 {
@@ -271,10 +280,14 @@ for f in bench-verify bench-noverify bench-best bench-sustained; do
     grep -A5 '^case ' "$OUT/$f.log" | grep -v '^where' || tail -n 5 "$OUT/$f.log"
 done
 echo
-echo "## GDeflate: the driver's decoder, the WGSL decoder alone (gpu_gdeflate), end to end"
+echo "## GDeflate: the decoders offered and picked, each alone (gpu_gdeflate), end to end"
 cat "$OUT/vulkan-decompression.txt"
-grep '^| ' "$OUT/gpu_gdeflate.log" || tail -n 5 "$OUT/gpu_gdeflate.log"
+grep '^[|#] ' "$OUT/gpu_gdeflate.log" || tail -n 5 "$OUT/gpu_gdeflate.log"
 grep -A3 '^case ' "$OUT/bench-gdeflate.log" || tail -n 5 "$OUT/bench-gdeflate.log"
+if [ -f "$OUT/bench-gdeflate-wgsl.log" ]; then
+    echo "### with the WGSL decoder forced"
+    grep -A3 '^case ' "$OUT/bench-gdeflate-wgsl.log" || tail -n 5 "$OUT/bench-gdeflate-wgsl.log"
+fi
 echo
 echo "## virtual texturing --benchmark"
 tail -n 8 "$OUT/vt-bench.log"

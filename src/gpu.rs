@@ -125,7 +125,9 @@ pub fn open_device() -> Result<GpuContext, GpuError> {
 
 /// Opens the adapter `adapter` names (see the module docs for the rules),
 /// asking for the features gpustream can use when the adapter has them
-/// (subgroups, BC textures, timestamp queries) and the adapter's own limits.
+/// (subgroups, BC textures, timestamp queries), the adapter's own limits,
+/// and the driver's GDeflate decoder where it offers one
+/// ([`request_device`](crate::decode::gpu::driver_gdeflate::request_device)).
 pub fn open_device_for(adapter: Option<&str>) -> Result<GpuContext, GpuError> {
     let from_env = std::env::var("WGPU_ADAPTER_NAME")
         .ok()
@@ -150,12 +152,16 @@ pub fn open_device_for(adapter: Option<&str>) -> Result<GpuContext, GpuError> {
         | wgpu::Features::TIMESTAMP_QUERY
         | wgpu::Features::TIMESTAMP_QUERY_INSIDE_ENCODERS;
     let features = adapter.features() & wanted;
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        label: Some("gpustream"),
-        required_features: features,
-        required_limits: adapter.limits(),
-        ..Default::default()
-    }))
+    // With the driver's GDeflate decoder enabled where it has one.
+    let (device, queue) = crate::decode::gpu::driver_gdeflate::request_device(
+        &adapter,
+        &wgpu::DeviceDescriptor {
+            label: Some("gpustream"),
+            required_features: features,
+            required_limits: adapter.limits(),
+            ..Default::default()
+        },
+    )
     .map_err(|e| GpuError::Device(e.to_string()))?;
     Ok(GpuContext {
         adapter,
@@ -316,37 +322,6 @@ fn compare(infos: &[wgpu::AdapterInfo], best: usize) -> String {
         "the only adapter wgpu found".to_string()
     } else {
         "the first of equally ranked adapters".to_string()
-    }
-}
-
-/// The Vulkan extensions through which a driver decodes GDeflate pages
-/// itself (`vkCmdDecompressMemoryEXT`/`NV`), in the order gpustream would
-/// prefer them.
-pub const MEMORY_DECOMPRESSION_EXTENSIONS: [&str; 2] =
-    ["VK_EXT_memory_decompression", "VK_NV_memory_decompression"];
-
-/// Which of [`MEMORY_DECOMPRESSION_EXTENSIONS`] `adapter`'s Vulkan driver
-/// offers, if any: the driver's own GDeflate decoder. `None` on other
-/// backends. (NVIDIA's drivers offer them; Mesa's do not.)
-pub fn memory_decompression_extension(adapter: &wgpu::Adapter) -> Option<&'static str> {
-    #[cfg(target_os = "linux")]
-    {
-        if adapter.get_info().backend != wgpu::Backend::Vulkan {
-            return None;
-        }
-        // SAFETY: `as_hal` lends a read-only view of the adapter's Vulkan
-        // handle for this scope; nothing is created, changed or kept
-        // through it, and the guard is dropped before `adapter` can be.
-        let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
-        let caps = hal.physical_device_capabilities();
-        MEMORY_DECOMPRESSION_EXTENSIONS
-            .into_iter()
-            .find(|name| std::ffi::CString::new(*name).is_ok_and(|c| caps.supports_extension(&c)))
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = adapter;
-        None
     }
 }
 

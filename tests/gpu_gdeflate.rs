@@ -546,3 +546,109 @@ fn write_fuzz_seeds() {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
 }
+
+/// Which GDeflate decoder a runtime on this device runs, and why: the
+/// driver's where the device has `VK_EXT/NV_memory_decompression` enabled
+/// (the tools open devices with it where the driver offers it), WGSL where
+/// it does not or where the configuration forces WGSL. Where the driver has
+/// its decoder, it decodes reference pages to the original bytes.
+#[test]
+fn the_gdeflate_decoder_is_chosen_and_reported() {
+    use gpustream::decode::gpu::driver_gdeflate::{self as driver, DriverGDeflate, DriverRegion};
+    use gpustream::decode::gpu::{GDeflateDecoderKind, GDeflateDecoderPreference};
+    use gpustream::runtime::{Runtime, RuntimeConfig};
+    let Some(ctx) = test_device() else { return };
+    let offered = driver::offered_extension(&ctx.adapter);
+    let enabled = driver::enabled_extension(&ctx.device);
+    // `open_device` enables what the driver offers, and asks the driver
+    // the same question through the device.
+    assert_eq!(enabled, offered, "{}", ctx.describe());
+    assert_eq!(driver::offered_for_device(&ctx.device), offered);
+    let runtime = |preference| {
+        Runtime::new(
+            &ctx.device,
+            &ctx.queue,
+            RuntimeConfig {
+                gdeflate_decoder: preference,
+                cpu_threads: 1,
+                ..Default::default()
+            },
+        )
+        .expect("runtime")
+    };
+    let env_forces =
+        std::env::var(GDeflateDecoderPreference::ENV).is_ok_and(|v| !v.trim().is_empty());
+    let auto = runtime(GDeflateDecoderPreference::Auto);
+    let choice = auto
+        .gdeflate_decoder()
+        .expect("GDeflate decodes on the GPU")
+        .clone();
+    drop(auto);
+    if !env_forces {
+        match enabled {
+            Some(e) => assert_eq!(choice.kind, GDeflateDecoderKind::Driver(e), "{choice}"),
+            None => {
+                assert_eq!(choice.kind, GDeflateDecoderKind::Wgsl, "{choice}");
+                let why = if ctx.adapter.get_info().backend == wgpu::Backend::Vulkan {
+                    "the driver offers neither VK_EXT_memory_decompression nor VK_NV_memory_decompression"
+                } else {
+                    "backend has no driver decoder"
+                };
+                assert!(choice.reason.contains(why), "{choice}");
+            }
+        }
+        let forced = runtime(GDeflateDecoderPreference::Wgsl);
+        let choice = forced
+            .gdeflate_decoder()
+            .expect("GDeflate on the GPU")
+            .clone();
+        assert_eq!(choice.kind, GDeflateDecoderKind::Wgsl);
+        assert!(choice.reason.starts_with("forced (configured)"), "{choice}");
+    }
+    let Some(d) = DriverGDeflate::new(&ctx.device) else {
+        assert!(enabled.is_none());
+        return;
+    };
+    // The driver's own decoder on reference pages, 4-byte aligned, outputs
+    // 64 KiB apart.
+    let mut rng = ChaCha8Rng::seed_from_u64(41);
+    let mut input = Vec::new();
+    let mut regions = Vec::new();
+    let mut originals = Vec::new();
+    for i in 0..48 {
+        let size = [1, 777, 4096, 65536][i % 4];
+        let data = sample(&mut rng, i % 5, size);
+        let page = compress(&data, CompressionLevel::Level12);
+        input.resize(input.len().next_multiple_of(4), 0);
+        regions.push(DriverRegion {
+            src_offset: input.len() as u64,
+            src_size: page.len() as u64,
+            dst_offset: i as u64 * 65536,
+            dst_size: size as u64,
+        });
+        input.extend_from_slice(&page);
+        originals.push(data);
+    }
+    input.resize(input.len().next_multiple_of(4), 0);
+    let src = d.buffer(input.len() as u64, "test pages").expect("buffer");
+    let dst = d.buffer(48 * 65536, "test output").expect("buffer");
+    ctx.queue.write_buffer(&src.buffer, 0, &input);
+    let decode = d.record(&src, &dst, &regions).expect("record");
+    let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: dst.size(),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = ctx.device.create_command_encoder(&Default::default());
+    enc.copy_buffer_to_buffer(&dst.buffer, 0, &rb, 0, dst.size());
+    ctx.queue.submit([decode, enc.finish()]);
+    let out = read_buffer(&ctx.device, &rb).expect("read back");
+    for (i, (r, want)) in regions.iter().zip(&originals).enumerate() {
+        let at = r.dst_offset as usize;
+        assert!(
+            out[at..at + want.len()] == want[..],
+            "page {i} decoded wrong by the driver"
+        );
+    }
+}

@@ -1105,6 +1105,28 @@ fn stream_textures_with(
             gpu_decompression,
             "GDeflate pages went to the GPU decoder: {st:?}"
         );
+        // The decoder the runtime says it chose is the one that ran: the
+        // driver's where the device has it enabled (tools open devices with
+        // it where the driver offers it), else WGSL.
+        use gpustream::decode::gpu::driver_gdeflate;
+        use gpustream::decode::gpu::GDeflateDecoderKind;
+        let choice = rt.gdeflate_decoder().cloned();
+        if gpu_decompression {
+            let choice = choice.expect("a GDeflate decoder on the GPU");
+            let enabled = driver_gdeflate::enabled_extension(&ctx.device);
+            let forced =
+                std::env::var("GPUSTREAM_GDEFLATE_DECODER").is_ok_and(|v| v.trim() == "wgsl");
+            match (enabled, forced) {
+                (Some(e), false) => {
+                    assert_eq!(choice.kind, GDeflateDecoderKind::Driver(e), "{choice}")
+                }
+                _ => assert_eq!(choice.kind, GDeflateDecoderKind::Wgsl, "{choice}"),
+            }
+            let driver_ran = matches!(choice.kind, GDeflateDecoderKind::Driver(_));
+            assert_eq!(st.gdeflate_driver_pages > 0, driver_ran, "{choice}: {st:?}");
+        } else {
+            assert!(choice.is_none());
+        }
     }
     // Conditioned texture blocks are put back in order on the GPU when it
     // decodes LZ4, by the CPU threads otherwise. (An adapter that cannot

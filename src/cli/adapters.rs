@@ -40,23 +40,37 @@ pub fn run(_args: Args) -> CliResult {
             info.subgroup_min_size,
             info.subgroup_max_size
         );
-        // The driver's own GDeflate decoder. gpustream decodes GDeflate
-        // with its WGSL decoder either way; this says whether the driver
-        // could instead.
+        // The driver's own GDeflate decoder, which gpustream enables when
+        // it opens a device on this adapter.
         println!(
             "  driver GDeflate decoder: {}",
-            gpustream::gpu::memory_decompression_extension(&a)
-                .unwrap_or("none (no VK_EXT/VK_NV_memory_decompression)")
+            gpustream::decode::gpu::driver_gdeflate::offered_extension(&a)
+                .map_or("none (no VK_EXT/VK_NV_memory_decompression)", |e| e.name())
         );
     }
     println!("(wgpu's noop backend: --adapter noop)");
     match gpustream::gpu::open_device() {
-        Ok(ctx) => println!(
-            "gpustream uses: {}\n  because: {}",
-            ctx.describe(),
-            ctx.reason
-        ),
+        Ok(ctx) => {
+            println!(
+                "gpustream uses: {}\n  because: {}",
+                ctx.describe(),
+                ctx.reason
+            );
+            println!("  GDeflate decoder: {}", gdeflate_choice(&ctx.device));
+        }
         Err(e) => println!("gpustream uses: none ({e})"),
     }
     Ok(())
+}
+
+/// The GDeflate decoder a runtime on `device` would run, and why (the
+/// preference from GPUSTREAM_GDEFLATE_DECODER, else auto).
+pub(crate) fn gdeflate_choice(device: &wgpu::Device) -> String {
+    use gpustream::decode::gpu::{driver_gdeflate, GDeflateDecoderPreference};
+    match GDeflateDecoderPreference::Auto.resolve() {
+        Ok((pref, source)) => {
+            driver_gdeflate::choose(driver_gdeflate::support(device), pref, source).to_string()
+        }
+        Err(e) => e,
+    }
 }

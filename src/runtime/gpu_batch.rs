@@ -26,6 +26,7 @@
 //! batches; `flush.rs` builds a batch's descriptor tables and records its
 //! submission.
 
+mod driver;
 mod flush;
 mod hold_back;
 
@@ -97,6 +98,8 @@ struct Res {
     /// words each.
     status: [wgpu::Buffer; table::COUNT],
     readback: wgpu::Buffer,
+    /// The driver decoder's buffers, where it runs.
+    driver: Option<driver::DriverRes>,
 }
 
 struct Open {
@@ -185,6 +188,10 @@ pub(crate) struct GpuBatcher {
     lz4: Option<Lz4DecodePipeline>,
     /// The GDeflate decoder, where GDeflate pages are decoded here.
     gdeflate: Option<GDeflateDecodePipeline>,
+    /// The driver's own GDeflate decoder, where the device has it and the
+    /// WGSL one is not forced (`driver.rs`); the WGSL pipeline stays for
+    /// batches that do not fit the driver's buffers.
+    driver: Option<crate::decode::gpu::driver_gdeflate::DriverGDeflate>,
     stored: StoredCopyPipeline,
     /// The pass after the LZ4 decoder for BCn-conditioned blocks.
     uncondition: UnconditionPipeline,
@@ -217,6 +224,8 @@ pub(crate) struct GpuBatcher {
 pub(crate) struct Decoders {
     pub lz4: Option<Lz4DecodePipeline>,
     pub gdeflate: Option<GDeflateDecodePipeline>,
+    /// The driver's GDeflate decoder, used where `gdeflate` is also on.
+    pub driver: Option<crate::decode::gpu::driver_gdeflate::DriverGDeflate>,
 }
 
 /// A part the stage is done with, and how it ended.
@@ -248,7 +257,11 @@ impl GpuBatcher {
             to_complete,
             submit_ns,
         } = links;
-        let Decoders { lz4, gdeflate } = decoders;
+        let Decoders {
+            lz4,
+            gdeflate,
+            mut driver,
+        } = decoders;
         let lost_tx = events.clone();
         let lost_complete = to_complete.clone();
         let poller = GpuPoller::spawn(device.clone(), move |what| {
@@ -261,7 +274,30 @@ impl GpuBatcher {
         let info = device.adapter_info();
         let noop = info.backend == wgpu::Backend::Noop;
         let software = info.device_type == wgpu::DeviceType::Cpu && !noop;
-        let res = (0..2).map(|i| Res::new(&device, caps, i)).collect();
+        if gdeflate.is_none() {
+            driver = None;
+        }
+        let mut res: Vec<Res> = (0..2)
+            .map(|i| Res::new(&device, caps, i, driver.is_some()))
+            .collect();
+        if let Some(d) = &driver {
+            // Device memory for the driver's buffers; without it the WGSL
+            // decoder runs.
+            let made: Result<Vec<_>, String> = (0..res.len())
+                .map(|i| {
+                    let max_binding = device.limits().max_storage_buffer_binding_size;
+                    driver::DriverRes::new(d, caps, max_binding, i)
+                })
+                .collect();
+            match made {
+                Ok(bufs) => {
+                    for (r, b) in res.iter_mut().zip(bufs) {
+                        r.driver = Some(b);
+                    }
+                }
+                Err(_) => driver = None,
+            }
+        }
         let staged = (0..ring.chunk_count()).map(|_| Vec::new()).collect();
         Ok(GpuBatcher {
             device,
@@ -272,6 +308,7 @@ impl GpuBatcher {
             to_complete,
             lz4,
             gdeflate,
+            driver,
             stored,
             uncondition,
             crc,
@@ -309,6 +346,11 @@ impl GpuBatcher {
     /// Whether GDeflate pages are decoded here.
     pub fn gdeflate_on(&self) -> bool {
         self.gdeflate.is_some()
+    }
+
+    /// The driver's extension, where the driver decodes GDeflate pages.
+    pub fn gdeflate_driver(&self) -> Option<crate::decode::gpu::driver_gdeflate::DriverExtension> {
+        self.driver.as_ref().map(|d| d.extension())
     }
 
     /// What the completion stage reads of this stage's batches.
@@ -507,9 +549,18 @@ impl GpuBatcher {
     }
 
     fn submit(&self, enc: wgpu::CommandEncoder) -> wgpu::SubmissionIndex {
-        let buf = enc.finish();
+        self.submit_after(Vec::new(), enc)
+    }
+
+    /// Submits `before`, in order, then `enc`, as one submission.
+    fn submit_after(
+        &self,
+        mut before: Vec<wgpu::CommandBuffer>,
+        enc: wgpu::CommandEncoder,
+    ) -> wgpu::SubmissionIndex {
+        before.push(enc.finish());
         let t0 = super::stats::thread_cpu_ns();
-        let index = self.queue.submit([buf]);
+        let index = self.queue.submit(before);
         self.submit_ns.fetch_add(
             super::stats::thread_cpu_ns().saturating_sub(t0),
             Ordering::Relaxed,
@@ -557,7 +608,9 @@ impl GpuBatcher {
 }
 
 impl Res {
-    fn new(device: &wgpu::Device, caps: BatchCaps, i: usize) -> Res {
+    /// `driver`: the GDeflate table holds twice the descriptors, the
+    /// driver path's two copy passes' (`driver.rs`).
+    fn new(device: &wgpu::Device, caps: BatchCaps, i: usize, driver: bool) -> Res {
         use wgpu::BufferUsages as U;
         let mk = |what: &str, size: u64, usage: U| {
             device.create_buffer(&wgpu::BufferDescriptor {
@@ -585,7 +638,7 @@ impl Res {
             ),
             gdeflate_descs: mk(
                 "gdeflate descriptors",
-                caps.blocks * desc,
+                caps.blocks * desc * if driver { 2 } else { 1 },
                 U::STORAGE | U::COPY_DST,
             ),
             stored_descs: mk(
@@ -612,6 +665,7 @@ impl Res {
                 table::COUNT as u64 * words,
                 U::MAP_READ | U::COPY_DST,
             ),
+            driver: None,
         }
     }
 }

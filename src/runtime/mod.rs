@@ -83,6 +83,14 @@ pub struct RuntimeConfig {
     /// that needs subgroups on a device without them is a
     /// [`RuntimeError::Config`].
     pub lz4_decode_path: Option<crate::decode::gpu::Lz4DecodePath>,
+    /// Which GDeflate decoder runs on the GPU (default
+    /// [`GDeflateDecoderPreference::Auto`](crate::decode::gpu::GDeflateDecoderPreference):
+    /// the driver's own where the device was opened with
+    /// `VK_EXT/NV_memory_decompression`, else WGSL). `Wgsl` forces the
+    /// WGSL decoder, which flags malformed pages; the environment variable
+    /// `GPUSTREAM_GDEFLATE_DECODER` (`auto`, `wgsl`) overrides this.
+    /// [`Runtime::gdeflate_decoder`] says which runs and why.
+    pub gdeflate_decoder: crate::decode::gpu::GDeflateDecoderPreference,
     /// Check the crc32c of blocks the GPU reads from the pack (default
     /// true), in a GPU pass over the bytes the decode pass reads anyway.
     pub verify_gpu_checksums: bool,
@@ -138,6 +146,39 @@ pub struct RuntimeConfig {
     pub trace: Option<std::path::PathBuf>,
 }
 
+/// The GDeflate decoder for `device` under `preference` (or the
+/// environment's), with the driver's decoder where that is the choice.
+fn gdeflate_decoder(
+    device: &wgpu::Device,
+    preference: crate::decode::gpu::GDeflateDecoderPreference,
+) -> Result<
+    (
+        crate::decode::gpu::GDeflateDecoderChoice,
+        Option<crate::decode::gpu::driver_gdeflate::DriverGDeflate>,
+    ),
+    RuntimeError,
+> {
+    use crate::decode::gpu::driver_gdeflate::{self as driver, DriverGDeflate};
+    use crate::decode::gpu::GDeflateDecoderKind;
+    let (preference, source) = preference.resolve().map_err(RuntimeError::Config)?;
+    let mut choice = driver::choose(driver::support(device), preference, source);
+    let decoder = match choice.kind {
+        GDeflateDecoderKind::Driver(e) => {
+            let d = DriverGDeflate::new(device);
+            if d.is_none() {
+                choice.kind = GDeflateDecoderKind::Wgsl;
+                choice.reason = format!(
+                    "{} is enabled, but its commands could not be loaded",
+                    e.name()
+                );
+            }
+            d
+        }
+        GDeflateDecoderKind::Wgsl => None,
+    };
+    Ok((choice, decoder))
+}
+
 impl Default for RuntimeConfig {
     fn default() -> Self {
         RuntimeConfig {
@@ -150,6 +191,7 @@ impl Default for RuntimeConfig {
                 .unwrap_or(2),
             gpu_decompression: true,
             lz4_decode_path: None,
+            gdeflate_decoder: Default::default(),
             verify_gpu_checksums: true,
             stored_copy_on_gpu: None,
             direct_buffer_blocks: 1024,
@@ -255,6 +297,8 @@ pub(crate) struct RuntimeShared {
     pub gpu_lz4: Option<crate::decode::gpu::Lz4DecodePath>,
     /// Whether GDeflate pages bound for the GPU are decoded there.
     pub gpu_gdeflate: bool,
+    /// Which GDeflate decoder runs there, and why.
+    pub gdeflate_decoder: Option<crate::decode::gpu::GDeflateDecoderChoice>,
     /// Stored blocks and CPU output go to GPU destinations through the GPU's
     /// stored-copy pass (else: laid out by CPU threads, copied directly).
     pub stored_on_gpu: bool,
@@ -337,6 +381,7 @@ impl Runtime {
         let (gpu_tx, gpu_rx) = crossbeam::channel::unbounded();
         let wiring = dispatcher::Wiring::new();
         let wgpu_submit_ns = Arc::new(AtomicU64::new(0));
+        let mut gdeflate_choice = None;
         let gpu_parts = match gpu {
             Some((device, queue)) => {
                 let mut caps = gpu_batch::BatchCaps::new(&device, config.staging_size, chunk);
@@ -362,17 +407,31 @@ impl Runtime {
                         })?)
                     }
                 };
-                // GDeflate pages decode with the WGSL decoder (one workgroup
-                // of 32 lanes a page) wherever LZ4 decodes on the GPU.
+                // GDeflate pages decode on the GPU wherever LZ4 does: with
+                // the driver's own decoder where the device has it (and it
+                // is not forced off), else with the WGSL decoder (one
+                // workgroup of 32 lanes a page), which also takes batches
+                // the driver's buffers cannot hold.
                 let gdeflate = config
                     .gpu_decompression
                     .then(|| crate::decode::gpu::GDeflateDecodePipeline::new(&device));
+                let (choice, driver) = if gdeflate.is_some() {
+                    let (c, d) = gdeflate_decoder(&device, config.gdeflate_decoder)?;
+                    (Some(c), d)
+                } else {
+                    (None, None)
+                };
+                gdeflate_choice = choice;
                 let batcher = gpu_batch::GpuBatcher::new(
                     device,
                     queue,
                     ring,
                     caps,
-                    gpu_batch::Decoders { lz4, gdeflate },
+                    gpu_batch::Decoders {
+                        lz4,
+                        gdeflate,
+                        driver,
+                    },
                     config.verify_gpu_checksums,
                     gpu_batch::BatchLinks {
                         events: gpu_tx,
@@ -391,6 +450,15 @@ impl Runtime {
         });
         let gpu_lz4 = gpu_parts.as_ref().and_then(|g| g.lz4_path());
         let gpu_gdeflate = gpu_parts.as_ref().is_some_and(|g| g.gdeflate_on());
+        // The batcher drops the driver's decoder when its buffers could
+        // not be made: say so.
+        if let (Some(c), Some(g)) = (gdeflate_choice.as_mut(), gpu_parts.as_ref()) {
+            use crate::decode::gpu::GDeflateDecoderKind;
+            if let (GDeflateDecoderKind::Driver(e), None) = (c.kind, g.gdeflate_driver()) {
+                c.kind = GDeflateDecoderKind::Wgsl;
+                c.reason = format!("{} is enabled, but its buffers could not be made", e.name());
+            }
+        }
         let stored_on_gpu = gpu_parts.as_ref().is_some_and(|g| {
             config
                 .stored_copy_on_gpu
@@ -403,6 +471,7 @@ impl Runtime {
             gpu: gpu_info,
             gpu_lz4,
             gpu_gdeflate,
+            gdeflate_decoder: gdeflate_choice,
             stored_on_gpu,
             cmds: tx,
             accepting: std::sync::Mutex::new(true),
@@ -451,6 +520,12 @@ impl Runtime {
     /// Creates a queue.
     pub fn create_queue(&self, config: QueueConfig) -> Queue {
         Queue::new(self.shared.clone(), config)
+    }
+
+    /// Which GDeflate decoder runs on the GPU, and why; `None` where
+    /// GDeflate pages decode on CPU threads.
+    pub fn gdeflate_decoder(&self) -> Option<&crate::decode::gpu::GDeflateDecoderChoice> {
+        self.shared.gdeflate_decoder.as_ref()
     }
 
     /// Where `codec` blocks bound for GPU destinations are decoded.

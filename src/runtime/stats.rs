@@ -30,6 +30,9 @@ pub struct QueueStats {
     pub blocks_gpu_decoded: u64,
     /// Of those, the GDeflate pages.
     pub blocks_gpu_gdeflate: u64,
+    /// Of those, the pages the driver's own decoder decoded
+    /// (`VK_EXT/NV_memory_decompression`) rather than the WGSL one.
+    pub gdeflate_driver_pages: u64,
     /// Blocks copied as stored.
     pub blocks_copied: u64,
     /// BCn-conditioned blocks put back in order on the GPU, by the pass

@@ -83,6 +83,7 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
         gpu_dispatches: a.gpu_dispatches - b.gpu_dispatches,
         lz4_dispatches: a.lz4_dispatches - b.lz4_dispatches,
         gdeflate_dispatches: a.gdeflate_dispatches - b.gdeflate_dispatches,
+        gdeflate_driver_pages: a.gdeflate_driver_pages - b.gdeflate_driver_pages,
         // A peak does not difference: the run's, warm-up included.
         lz4_dispatch_peak: a.lz4_dispatch_peak,
         copy_dispatches: a.copy_dispatches - b.copy_dispatches,

@@ -325,20 +325,11 @@ pub fn run(args: Args) -> CliResult {
             bypassed = info.direct;
             lz4_decoder = info.lz4.map(|p| p.name().to_string()).or(lz4_decoder);
             if case == "gpu-gdeflate" {
-                // The WGSL decoder runs; say whether the driver has its own.
-                let driver = plan
+                // Which decoder the runtime chose, and why.
+                gdeflate_decoder = plan
                     .ctx
                     .as_ref()
-                    .and_then(|c| gpustream::gpu::memory_decompression_extension(&c.adapter));
-                gdeflate_decoder = Some(match driver {
-                    Some(ext) => format!(
-                        "WGSL (shaders/gdeflate_decode.wgsl); the driver offers {ext}, \
-                         which gpustream does not record yet"
-                    ),
-                    None => "WGSL (shaders/gdeflate_decode.wgsl); the driver has no \
-                             GDeflate decoder of its own"
-                        .into(),
-                });
+                    .map(|c| crate::cli::adapters::gdeflate_choice(&c.device));
             }
             if base.bytes != row.bytes_delivered && case != "none" {
                 notes.push(format!(

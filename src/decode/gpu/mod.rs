@@ -18,3 +18,5 @@ pub mod bcn_uncondition;
 pub use bcn_uncondition::{validate_uncondition_descs, UnconditionPipeline};
 pub mod gdeflate_decode;
 pub use gdeflate_decode::{validate_gdeflate_descs, GDeflateDecodePipeline};
+pub mod driver_gdeflate;
+pub use driver_gdeflate::{GDeflateDecoderChoice, GDeflateDecoderKind, GDeflateDecoderPreference};

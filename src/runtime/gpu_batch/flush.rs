@@ -53,17 +53,22 @@ struct Tables {
 
 /// What recording a batch counts for the stats.
 #[derive(Default)]
-struct Recorded {
-    commands: u64,
-    dispatches: u64,
-    lz4_passes: u64,
-    gdeflate_passes: u64,
-    copy_passes: u64,
+pub(super) struct Recorded {
+    pub commands: u64,
+    pub dispatches: u64,
+    pub lz4_passes: u64,
+    pub gdeflate_passes: u64,
+    pub copy_passes: u64,
     /// Dispatches of the pass putting conditioned blocks back in order.
-    uncondition_passes: u64,
-    texture_copies: u64,
+    pub uncondition_passes: u64,
+    pub texture_copies: u64,
     /// The mips the texture copies write.
-    mips: MipsTouched,
+    pub mips: MipsTouched,
+    /// Pages the driver's GDeflate decoder decoded.
+    pub driver_pages: u64,
+    /// Command buffers to submit before the batch's encoder (the driver's
+    /// decode and what precedes it).
+    pub before: Vec<wgpu::CommandBuffer>,
 }
 
 impl GpuBatcher {
@@ -140,6 +145,7 @@ impl GpuBatcher {
                     st.gpu_dispatches += rec.dispatches;
                     st.lz4_dispatches += rec.lz4_passes;
                     st.gdeflate_dispatches += rec.gdeflate_passes;
+                    st.gdeflate_driver_pages += rec.driver_pages;
                     st.lz4_dispatch_peak = st.lz4_dispatch_peak.max(lz4_peak);
                     st.copy_dispatches += rec.copy_passes;
                     st.texture_copies += rec.texture_copies;
@@ -163,7 +169,7 @@ impl GpuBatcher {
             entries: tables.entries,
             submitted: Instant::now(),
         }));
-        let index = self.submit(enc);
+        let index = self.submit_after(std::mem::take(&mut rec.before), enc);
         self.poller.submitted(index);
         let owed = self.poller.owe();
         let tx = self.to_complete.clone();
@@ -269,10 +275,29 @@ impl GpuBatcher {
             self.queue
                 .write_buffer(&res.stored_descs, 0, bytemuck::cast_slice(&laid.stored));
         }
-        if !laid.gdeflate.is_empty() {
-            self.queue
-                .write_buffer(&res.gdeflate_descs, 0, bytemuck::cast_slice(&laid.gdeflate));
-        }
+        // The driver's decoder, where it runs and the pages fit its
+        // buffers (`driver.rs`): pages realigned and decoded before the
+        // passes below, which lay them out instead of the WGSL decoder.
+        let driver = match (&self.driver, &res.driver) {
+            (Some(_), Some(bufs)) if !laid.gdeflate.is_empty() => {
+                super::driver::plan(&laid.gdeflate, bufs.src.size(), bufs.dst.size())
+            }
+            _ => None,
+        };
+        use super::driver::DriverOutcome;
+        let driver_outcome = match &driver {
+            Some(p) => self.record_driver_decode(enc, res, input, p, &mut rec),
+            None => {
+                if !laid.gdeflate.is_empty() {
+                    self.queue.write_buffer(
+                        &res.gdeflate_descs,
+                        0,
+                        bytemuck::cast_slice(&laid.gdeflate),
+                    );
+                }
+                DriverOutcome::NotUsed
+            }
+        };
         // One LZ4, one GDeflate and one stored-copy pass per target with
         // work. The
         // buffers are sized by the caps, so an encode cannot fail; if one
@@ -286,7 +311,30 @@ impl GpuBatcher {
                 rec.lz4_passes += 1;
             }
             let run = &laid.gdeflate_runs[t];
-            if let (Some(p), false) = (&self.gdeflate, run.is_empty()) {
+            if run.is_empty() || driver_outcome == DriverOutcome::Failed {
+                // Nothing to decode, or pages the driver refused (they
+                // fail as not run).
+            } else if let (DriverOutcome::Decoded, Some(bufs)) = (driver_outcome, &res.driver) {
+                // The driver's output, laid out: descriptors after the
+                // realign pass's in the table.
+                let shifted = run.start + laid.gdeflate.len()..run.end + laid.gdeflate.len();
+                let b = run_bindings(
+                    bufs.dst.buffer.slice(..),
+                    *output,
+                    &res.gdeflate_descs,
+                    &res.status[table::GDEFLATE],
+                    &shifted,
+                );
+                let b = PassBindings {
+                    status: res.status[table::GDEFLATE]
+                        .slice(run.start as u64 * 4..run.end as u64 * 4),
+                    ..b
+                };
+                let _ = self
+                    .stored
+                    .encode_in(&self.device, enc, b, run.len() as u32, None);
+                rec.copy_passes += 1;
+            } else if let Some(p) = &self.gdeflate {
                 let b = bind(&res.gdeflate_descs, &res.status[table::GDEFLATE], run);
                 let _ = p.encode_in(&self.device, enc, b, run.len() as u32);
                 rec.gdeflate_passes += 1;

@@ -1,0 +1,259 @@
+//! GDeflate pages through the driver's own decoder
+//! (`decode::gpu::driver_gdeflate`), where the device has it.
+//!
+//! The driver reads pages by device address, 4-byte aligned, and writes
+//! each page's bytes linearly; the batch input is a wgpu buffer with pages
+//! at any byte offset, and its outputs are the scratch or destination
+//! buffers, some with rows padded for texture copies. So a batch goes
+//! through the driver in three steps, all on the GPU:
+//! 1. **realign**: the stored-copy pass copies each page from the batch
+//!    input to a 4-byte aligned slot of the driver's source buffer;
+//! 2. **decode**: one `vkCmdDecompressMemory*` over every page, each into
+//!    its own slot of the driver's destination buffer, in a command buffer
+//!    of its own (wgpu does not let raw and wgpu commands share one);
+//! 3. **lay out**: the stored-copy pass copies each page's declared size
+//!    from its slot to where the WGSL decoder would have written it, rows
+//!    padded where the destination needs it.
+//!
+//! The driver reports nothing per page, so a page's status word is the
+//! stored-copy pass's: a checksum failure still fails the block (the crc32c
+//! pass runs as before), but a malformed page with a good checksum yields
+//! undefined bytes, confined to its own slot and its own destination range.
+//! A batch whose pages do not fit the driver's buffers goes through the
+//! WGSL decoder instead.
+
+use crate::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
+use crate::decode::gpu::PassBindings;
+use crate::decode::Lz4BlockDesc;
+
+use super::super::batch_status::table;
+use super::flush::Recorded;
+use super::{GpuBatcher, Res};
+
+/// The driver's source and destination buffers of one batch's resources.
+pub(crate) struct DriverRes {
+    pub src: DriverBuffer,
+    pub dst: DriverBuffer,
+}
+
+impl DriverRes {
+    /// Buffers for a batch of at most `input` bytes of pages and `blocks`
+    /// pages (each slot aligned to 4 bytes) decoding to at most `output`
+    /// bytes, each within one storage binding of `max_binding` bytes (the
+    /// copy passes bind them whole; a batch that needs more goes to WGSL).
+    pub fn new(
+        driver: &DriverGDeflate,
+        caps: super::BatchCaps,
+        max_binding: u64,
+        i: usize,
+    ) -> Result<DriverRes, String> {
+        let cap = |bytes: u64| (bytes + 4 * caps.blocks).min(max_binding & !3);
+        Ok(DriverRes {
+            src: driver.buffer(
+                cap(caps.input),
+                &format!("gpustream batch {i} driver pages"),
+            )?,
+            dst: driver.buffer(
+                cap(caps.output),
+                &format!("gpustream batch {i} driver output"),
+            )?,
+        })
+    }
+}
+
+/// One batch's pages laid out for the driver: `realign[i]` copies page `i`
+/// into the source buffer, `regions[i]` decodes it into the destination
+/// buffer, and `relayout[i]` copies its bytes to where `laid[i]` said.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct DriverPlan {
+    pub realign: Vec<Lz4BlockDesc>,
+    pub regions: Vec<DriverRegion>,
+    pub relayout: Vec<Lz4BlockDesc>,
+}
+
+/// Lays out `laid` (the batch's GDeflate descriptors) for the driver's
+/// buffers of `src_len` and `dst_len` bytes; `None` when they do not fit,
+/// or a page breaks the extension's size rules (empty, or over 64 KiB out):
+/// such a batch goes to the WGSL decoder, which flags what it must.
+pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<DriverPlan> {
+    use crate::decode::gpu::driver_gdeflate::MAX_PAGE_OUTPUT;
+    let mut plan = DriverPlan {
+        realign: Vec::with_capacity(laid.len()),
+        regions: Vec::with_capacity(laid.len()),
+        relayout: Vec::with_capacity(laid.len()),
+    };
+    let (mut src, mut dst) = (0u64, 0u64);
+    for d in laid {
+        let (page, out) = (u64::from(d.src_size), u64::from(d.dst_size));
+        if page == 0 || out == 0 || out > MAX_PAGE_OUTPUT {
+            return None;
+        }
+        if src + page > src_len || dst + out > dst_len {
+            return None;
+        }
+        plan.realign.push(Lz4BlockDesc::linear(
+            d.src_offset,
+            d.src_size,
+            src as u32,
+            d.src_size,
+        ));
+        plan.regions.push(DriverRegion {
+            src_offset: src,
+            src_size: page,
+            dst_offset: dst,
+            dst_size: out,
+        });
+        plan.relayout.push(Lz4BlockDesc {
+            src_offset: dst as u32,
+            src_size: d.dst_size,
+            ..*d
+        });
+        src = (src + page).next_multiple_of(4);
+        dst = (dst + out).next_multiple_of(4);
+    }
+    Some(plan)
+}
+
+/// What became of a batch's GDeflate pages at the driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DriverOutcome {
+    /// Not offered to it: the WGSL decoder takes them.
+    NotUsed,
+    /// Decoded: the lay-out passes copy them on.
+    Decoded,
+    /// Refused: they fail as not run.
+    Failed,
+}
+
+impl GpuBatcher {
+    /// Steps 1 and 2 for `plan`: uploads the realign and lay-out
+    /// descriptors (in that order, in the GDeflate table), records the
+    /// realign pass into `enc`, then moves `enc`'s commands and the
+    /// driver's decode into `rec.before` and leaves `enc` a fresh encoder
+    /// for step 3 and the rest of the batch. When the driver refuses the
+    /// regions (the plan keeps its rules, so only a wgpu that lends no
+    /// Vulkan encoder would), the pages' status words are cleared again
+    /// and they fail as not run: the table now holds the driver's
+    /// descriptors, so the WGSL decoder cannot take over in this batch.
+    pub(super) fn record_driver_decode(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        res: &Res,
+        input: wgpu::BufferSlice<'_>,
+        plan: &DriverPlan,
+        rec: &mut Recorded,
+    ) -> DriverOutcome {
+        let (Some(driver), Some(bufs)) = (&self.driver, &res.driver) else {
+            return DriverOutcome::NotUsed;
+        };
+        let n = plan.regions.len() as u64;
+        let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+        let status = &res.status[table::GDEFLATE];
+        self.queue
+            .write_buffer(&res.gdeflate_descs, 0, bytemuck::cast_slice(&plan.realign));
+        self.queue.write_buffer(
+            &res.gdeflate_descs,
+            n * desc,
+            bytemuck::cast_slice(&plan.relayout),
+        );
+        let realign = PassBindings {
+            input,
+            descs: res.gdeflate_descs.slice(..n * desc),
+            output: bufs.src.buffer.slice(..),
+            status: status.slice(..n * 4),
+        };
+        let _ = self
+            .stored
+            .encode_in(&self.device, enc, realign, n as u32, None);
+        rec.copy_passes += 1;
+        let fresh = || {
+            self.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("gpustream batch"),
+                })
+        };
+        match driver.record(&bufs.src, &bufs.dst, &plan.regions) {
+            Ok(decode) => {
+                let first = std::mem::replace(enc, fresh());
+                rec.before.push(first.finish());
+                rec.before.push(decode);
+                rec.driver_pages += n;
+                rec.commands += 1;
+                DriverOutcome::Decoded
+            }
+            Err(_) => {
+                enc.clear_buffer(status, 0, Some(n * 4));
+                rec.commands += 1;
+                DriverOutcome::Failed
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::gpu::driver_gdeflate::validate_regions;
+
+    fn page(
+        src_offset: u32,
+        src_size: u32,
+        dst_offset: u32,
+        dst_size: u32,
+        rows: (u32, u32),
+    ) -> Lz4BlockDesc {
+        Lz4BlockDesc {
+            row_bytes: rows.0,
+            row_pitch: rows.1,
+            ..Lz4BlockDesc::linear(src_offset, src_size, dst_offset, dst_size)
+        }
+    }
+
+    #[test]
+    fn pages_get_aligned_slots_and_keep_their_destinations() {
+        // Pages at odd input offsets, one with padded rows.
+        let laid = [
+            page(3, 1001, 0, 65536, (0, 0)),
+            page(1004, 7, 65536, 12, (0, 0)),
+            page(1011, 500, 131072, 4096, (64, 256)),
+        ];
+        let p = plan(&laid, 1 << 20, 1 << 20).expect("fits");
+        assert_eq!(validate_regions(&p.regions, 1 << 20, 1 << 20), Ok(()));
+        let src: Vec<u64> = p.regions.iter().map(|r| r.src_offset).collect();
+        let dst: Vec<u64> = p.regions.iter().map(|r| r.dst_offset).collect();
+        assert_eq!(src, [0, 1004, 1012]);
+        assert_eq!(dst, [0, 65536, 65548]);
+        for (i, d) in laid.iter().enumerate() {
+            // Realign reads the page where it is and writes its slot.
+            let r = p.realign[i];
+            assert_eq!(
+                (r.src_offset, r.src_size, r.dst_size),
+                (d.src_offset, d.src_size, d.src_size)
+            );
+            assert_eq!(u64::from(r.dst_offset), p.regions[i].src_offset);
+            assert_eq!((r.row_bytes, r.row_pitch), (0, 0));
+            // Lay-out reads the slot and writes what the WGSL decoder would.
+            let l = p.relayout[i];
+            assert_eq!(u64::from(l.src_offset), p.regions[i].dst_offset);
+            assert_eq!(l.src_size, d.dst_size);
+            assert_eq!(
+                (l.dst_offset, l.dst_size, l.row_bytes, l.row_pitch),
+                (d.dst_offset, d.dst_size, d.row_bytes, d.row_pitch)
+            );
+            // A stored-copy descriptor: equal sizes.
+            assert_eq!(l.src_size, l.dst_size);
+        }
+    }
+
+    #[test]
+    fn batches_that_do_not_fit_or_break_the_rules_go_to_wgsl() {
+        let one = [page(0, 100, 0, 1000, (0, 0))];
+        assert!(plan(&one, 100, 1000).is_some());
+        assert!(plan(&one, 99, 1000).is_none());
+        assert!(plan(&one, 100, 999).is_none());
+        assert!(plan(&[page(0, 0, 0, 1000, (0, 0))], 1 << 20, 1 << 20).is_none());
+        assert!(plan(&[page(0, 10, 0, 0, (0, 0))], 1 << 20, 1 << 20).is_none());
+        assert!(plan(&[page(0, 10, 0, 65540, (0, 0))], 1 << 20, 1 << 20).is_none());
+        assert_eq!(plan(&[], 0, 0).map(|p| p.regions.len()), Some(0));
+    }
+}
