@@ -98,8 +98,11 @@ struct Res {
     /// words each.
     status: [wgpu::Buffer; table::COUNT],
     readback: wgpu::Buffer,
-    /// The driver decoder's buffers, where it runs.
-    driver: Option<driver::DriverRes>,
+    /// The driver decoder's buffers, made for the first batch with
+    /// GDeflate pages (so that runtimes streaming only LZ4 do not hold
+    /// them); `None` inside when they could not be made, and the WGSL
+    /// decoder takes this slot's batches.
+    driver: std::cell::OnceCell<Option<driver::DriverRes>>,
 }
 
 struct Open {
@@ -277,27 +280,9 @@ impl GpuBatcher {
         if gdeflate.is_none() {
             driver = None;
         }
-        let mut res: Vec<Res> = (0..2)
+        let res = (0..2)
             .map(|i| Res::new(&device, caps, i, driver.is_some()))
             .collect();
-        if let Some(d) = &driver {
-            // Device memory for the driver's buffers; without it the WGSL
-            // decoder runs.
-            let made: Result<Vec<_>, String> = (0..res.len())
-                .map(|i| {
-                    let max_binding = device.limits().max_storage_buffer_binding_size;
-                    driver::DriverRes::new(d, caps, max_binding, i)
-                })
-                .collect();
-            match made {
-                Ok(bufs) => {
-                    for (r, b) in res.iter_mut().zip(bufs) {
-                        r.driver = Some(b);
-                    }
-                }
-                Err(_) => driver = None,
-            }
-        }
         let staged = (0..ring.chunk_count()).map(|_| Vec::new()).collect();
         Ok(GpuBatcher {
             device,
@@ -346,11 +331,6 @@ impl GpuBatcher {
     /// Whether GDeflate pages are decoded here.
     pub fn gdeflate_on(&self) -> bool {
         self.gdeflate.is_some()
-    }
-
-    /// The driver's extension, where the driver decodes GDeflate pages.
-    pub fn gdeflate_driver(&self) -> Option<crate::decode::gpu::driver_gdeflate::DriverExtension> {
-        self.driver.as_ref().map(|d| d.extension())
     }
 
     /// What the completion stage reads of this stage's batches.
@@ -665,7 +645,7 @@ impl Res {
                 table::COUNT as u64 * words,
                 U::MAP_READ | U::COPY_DST,
             ),
-            driver: None,
+            driver: std::cell::OnceCell::new(),
         }
     }
 }

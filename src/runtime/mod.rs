@@ -450,15 +450,6 @@ impl Runtime {
         });
         let gpu_lz4 = gpu_parts.as_ref().and_then(|g| g.lz4_path());
         let gpu_gdeflate = gpu_parts.as_ref().is_some_and(|g| g.gdeflate_on());
-        // The batcher drops the driver's decoder when its buffers could
-        // not be made: say so.
-        if let (Some(c), Some(g)) = (gdeflate_choice.as_mut(), gpu_parts.as_ref()) {
-            use crate::decode::gpu::GDeflateDecoderKind;
-            if let (GDeflateDecoderKind::Driver(e), None) = (c.kind, g.gdeflate_driver()) {
-                c.kind = GDeflateDecoderKind::Wgsl;
-                c.reason = format!("{} is enabled, but its buffers could not be made", e.name());
-            }
-        }
         let stored_on_gpu = gpu_parts.as_ref().is_some_and(|g| {
             config
                 .stored_copy_on_gpu

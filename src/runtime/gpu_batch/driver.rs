@@ -20,7 +20,9 @@
 //! pass runs as before), but a malformed page with a good checksum yields
 //! undefined bytes, confined to its own slot and its own destination range.
 //! A batch whose pages do not fit the driver's buffers goes through the
-//! WGSL decoder instead.
+//! WGSL decoder instead, as do batches of a slot whose driver buffers
+//! could not be allocated (they are made for the first batch with GDeflate
+//! pages, about the batch input and output sizes again).
 
 use crate::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
 use crate::decode::gpu::PassBindings;
@@ -37,26 +39,20 @@ pub(crate) struct DriverRes {
 }
 
 impl DriverRes {
-    /// Buffers for a batch of at most `input` bytes of pages and `blocks`
-    /// pages (each slot aligned to 4 bytes) decoding to at most `output`
-    /// bytes, each within one storage binding of `max_binding` bytes (the
-    /// copy passes bind them whole; a batch that needs more goes to WGSL).
+    /// Buffers for a batch of at most `caps.input` bytes of pages and
+    /// `caps.blocks` pages (each slot aligned to 4 bytes) decoding to at
+    /// most `caps.output` bytes, each within one storage binding of
+    /// `max_binding` bytes (the copy passes bind them whole; a batch that
+    /// needs more goes to WGSL).
     pub fn new(
         driver: &DriverGDeflate,
         caps: super::BatchCaps,
         max_binding: u64,
-        i: usize,
     ) -> Result<DriverRes, String> {
         let cap = |bytes: u64| (bytes + 4 * caps.blocks).min(max_binding & !3);
         Ok(DriverRes {
-            src: driver.buffer(
-                cap(caps.input),
-                &format!("gpustream batch {i} driver pages"),
-            )?,
-            dst: driver.buffer(
-                cap(caps.output),
-                &format!("gpustream batch {i} driver output"),
-            )?,
+            src: driver.buffer(cap(caps.input), "gpustream batch driver pages")?,
+            dst: driver.buffer(cap(caps.output), "gpustream batch driver output")?,
         })
     }
 }
@@ -85,7 +81,10 @@ pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<
     let (mut src, mut dst) = (0u64, 0u64);
     for d in laid {
         let (page, out) = (u64::from(d.src_size), u64::from(d.dst_size));
-        if page == 0 || out == 0 || out > MAX_PAGE_OUTPUT {
+        // The realign pass copies at most a block's size (a page larger
+        // than that is refused by it, and must not be laid out as decoded).
+        let block = crate::MAX_BLOCK_SIZE as u64;
+        if page == 0 || page > block || out == 0 || out > MAX_PAGE_OUTPUT {
             return None;
         }
         if src + page > src_len || dst + out > dst_len {
@@ -126,6 +125,18 @@ pub(super) enum DriverOutcome {
 }
 
 impl GpuBatcher {
+    /// `res`'s driver buffers, made on first use where the driver decodes;
+    /// `None` where it does not or they could not be made.
+    pub(super) fn driver_buffers<'r>(&self, res: &'r Res) -> Option<&'r DriverRes> {
+        let driver = self.driver.as_ref()?;
+        res.driver
+            .get_or_init(|| {
+                let max_binding = self.device.limits().max_storage_buffer_binding_size;
+                DriverRes::new(driver, self.caps, max_binding).ok()
+            })
+            .as_ref()
+    }
+
     /// Steps 1 and 2 for `plan`: uploads the realign and lay-out
     /// descriptors (in that order, in the GDeflate table), records the
     /// realign pass into `enc`, then moves `enc`'s commands and the
@@ -143,7 +154,8 @@ impl GpuBatcher {
         plan: &DriverPlan,
         rec: &mut Recorded,
     ) -> DriverOutcome {
-        let (Some(driver), Some(bufs)) = (&self.driver, &res.driver) else {
+        let (Some(driver), Some(bufs)) = (&self.driver, res.driver.get().and_then(Option::as_ref))
+        else {
             return DriverOutcome::NotUsed;
         };
         let n = plan.regions.len() as u64;
@@ -254,6 +266,7 @@ mod tests {
         assert!(plan(&[page(0, 0, 0, 1000, (0, 0))], 1 << 20, 1 << 20).is_none());
         assert!(plan(&[page(0, 10, 0, 0, (0, 0))], 1 << 20, 1 << 20).is_none());
         assert!(plan(&[page(0, 10, 0, 65540, (0, 0))], 1 << 20, 1 << 20).is_none());
+        assert!(plan(&[page(0, 65540, 0, 65536, (0, 0))], 1 << 20, 1 << 20).is_none());
         assert_eq!(plan(&[], 0, 0).map(|p| p.regions.len()), Some(0));
     }
 }

@@ -278,7 +278,7 @@ impl GpuBatcher {
         // The driver's decoder, where it runs and the pages fit its
         // buffers (`driver.rs`): pages realigned and decoded before the
         // passes below, which lay them out instead of the WGSL decoder.
-        let driver = match (&self.driver, &res.driver) {
+        let driver = match (&self.driver, self.driver_buffers(res)) {
             (Some(_), Some(bufs)) if !laid.gdeflate.is_empty() => {
                 super::driver::plan(&laid.gdeflate, bufs.src.size(), bufs.dst.size())
             }
@@ -314,7 +314,9 @@ impl GpuBatcher {
             if run.is_empty() || driver_outcome == DriverOutcome::Failed {
                 // Nothing to decode, or pages the driver refused (they
                 // fail as not run).
-            } else if let (DriverOutcome::Decoded, Some(bufs)) = (driver_outcome, &res.driver) {
+            } else if let (DriverOutcome::Decoded, Some(bufs)) =
+                (driver_outcome, res.driver.get().and_then(Option::as_ref))
+            {
                 // The driver's output, laid out: descriptors after the
                 // realign pass's in the table.
                 let shifted = run.start + laid.gdeflate.len()..run.end + laid.gdeflate.len();
