@@ -145,3 +145,117 @@ fn a_malformed_lz4_block_fails_only_its_own_request_on_the_gpu_path() {
         }
     }
 }
+
+/// The device destroyed while requests stream into it: every request ends
+/// exactly once (delivered before the loss, or failed with
+/// `RequestError::DeviceLost`), every fence reaches its value, nothing
+/// panics, and requests enqueued after the loss fail the same way.
+#[test]
+fn a_device_destroyed_mid_stream_fails_the_rest_with_device_lost() {
+    let Some(ctx) = common::test_device() else {
+        return;
+    };
+    if !common::test_supports(&ctx, gpustream::gpu::Capability::ComputePasses) {
+        return;
+    }
+    let rt = Runtime::new(
+        &ctx.device,
+        &ctx.queue,
+        RuntimeConfig {
+            staging_size: 4 << 20,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let q = rt.create_queue(QueueConfig {
+        source: SourceKind::Memory,
+        ..Default::default()
+    });
+    let (batches, per) = (12usize, 64usize);
+    let block = 64 << 10;
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("destination"),
+        size: (per * block) as u64,
+        usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: false,
+    });
+    let data = content(7, block);
+    let stored: Arc<[u8]> = Arc::from(Codec::Lz4.compress(&data, 0).unwrap());
+    let status = StatusArray::new(batches * per + 1);
+    let fences: Vec<Fence> = (0..batches).map(|_| Fence::new()).collect();
+    for (b, fence) in fences.iter().enumerate() {
+        for i in 0..per {
+            q.enqueue(Request::new(
+                Source::Memory {
+                    data: stored.clone(),
+                    codec: Codec::Lz4,
+                    size: block as u32,
+                },
+                Destination::Buffer {
+                    buffer: buffer.clone(),
+                    offset: (i * block) as u64,
+                },
+            ))
+            .unwrap();
+            q.enqueue_status(&status, b * per + i);
+        }
+        q.enqueue_signal(fence, 1);
+        q.submit();
+        if b == 1 {
+            // Let the first batches reach the GPU, then take it away.
+            assert!(fences[0].wait_timeout(1, Duration::from_secs(120)));
+            ctx.device.destroy();
+        }
+    }
+    for (b, fence) in fences.iter().enumerate() {
+        assert!(
+            fence.wait_timeout(1, Duration::from_secs(120)),
+            "fence {b} never reached 1"
+        );
+    }
+    // A request after the loss.
+    q.enqueue(Request::new(
+        Source::Memory {
+            data: stored.clone(),
+            codec: Codec::Lz4,
+            size: block as u32,
+        },
+        Destination::Buffer {
+            buffer: buffer.clone(),
+            offset: 0,
+        },
+    ))
+    .unwrap();
+    q.enqueue_status(&status, batches * per);
+    let last = Fence::new();
+    q.enqueue_signal(&last, 1);
+    q.submit();
+    assert!(
+        last.wait_timeout(1, Duration::from_secs(120)),
+        "the last fence never reached 1"
+    );
+    let (mut ok, mut lost) = (0, 0);
+    for i in 0..=batches * per {
+        match status.get(i) {
+            StatusEntry::Ok => ok += 1,
+            StatusEntry::Failed(f) if matches!(*f.error, RequestError::DeviceLost { .. }) => {
+                lost += 1
+            }
+            other => panic!("request {i} ended {other:?}"),
+        }
+    }
+    assert!(
+        ok >= per,
+        "the first batch was delivered before the loss: {ok}"
+    );
+    assert!(lost >= 1, "requests after the loss fail with DeviceLost");
+    assert!(
+        matches!(status.get(batches * per), StatusEntry::Failed(_)),
+        "a request enqueued after the loss fails"
+    );
+    let st = q.stats();
+    assert_eq!(st.completed + st.failed, st.requests, "{st:?}");
+    assert_eq!(st.failed, lost as u64);
+    drop(q);
+    drop(rt);
+}

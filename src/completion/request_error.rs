@@ -103,6 +103,15 @@ pub enum RequestError {
     /// The request was cancelled (never reported as a failure).
     #[error("the request was cancelled")]
     Cancelled,
+    /// The GPU device was lost (destroyed by the application, reset by the
+    /// driver, or failing under the runtime) before the request's writes
+    /// landed; every request bound for the GPU from then on fails the same
+    /// way. Requests into host memory are unaffected.
+    #[error("the GPU device was lost: {reason}")]
+    DeviceLost {
+        /// What wgpu or the driver said.
+        reason: String,
+    },
     /// A bug inside the runtime (its dispatcher panicked); the request was
     /// failed rather than left hanging.
     #[error("internal error: {0}")]

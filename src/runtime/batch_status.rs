@@ -134,7 +134,7 @@ impl StatusWords<'_> {
 
 /// The error of a part the GPU can no longer deliver.
 pub(crate) fn lost_error(why: &str) -> RequestError {
-    RequestError::Internal(format!(
-        "the GPU failed under the runtime (wgpu panicked: {why})"
-    ))
+    RequestError::DeviceLost {
+        reason: why.to_string(),
+    }
 }

@@ -57,7 +57,8 @@ pub(crate) enum GpuEvent {
     ChunksCopied(Vec<usize>),
     /// A chunk is mapped again.
     ChunkMapped(usize),
-    /// wgpu panicked while polling: no callback owed will run.
+    /// The device is lost (a mapping failed, or wgpu panicked while
+    /// polling): no callback owed will deliver.
     Lost(String),
 }
 
@@ -367,6 +368,9 @@ impl GpuBatcher {
     /// chunk does not fit), with one submission copying them all.
     pub fn take_ready_chunks(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) {
         let ready = self.ring.ready();
+        if !ready.is_empty() {
+            self.device_lost(jobs, done);
+        }
         if let Some(why) = &self.lost {
             for c in ready {
                 for s in self.staged[c].drain(..) {
@@ -548,6 +552,56 @@ impl GpuBatcher {
         index
     }
 
+    /// Nothing owed will complete: fails what this stage holds (the
+    /// completion stage fails the batches in flight), and every part from
+    /// now on.
+    fn fail_lost(&mut self, why: String, jobs: &JobTable, done: &mut Vec<Finished>) {
+        if self.lost.is_some() {
+            return;
+        }
+        let held = self.held_back.take().map(|h| h.entries);
+        let open = self.open.take().map(|o| o.entries);
+        for e in open.into_iter().chain(held).flatten() {
+            done.push((e.part, Err(lost_error(&why))));
+        }
+        for (_, parts) in self.direct.drain() {
+            for part in parts {
+                end_pinned(jobs, part, Err(lost_error(&why)), done);
+            }
+        }
+        self.lost = Some(why);
+    }
+
+    /// Whether the device is lost, asked before recording: wgpu's default
+    /// error handler panics on the first command that uses a buffer made on
+    /// a lost device, so the stage stops recording as soon as it knows.
+    /// A device found lost is reported as a mapping failure is.
+    pub(super) fn device_lost(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) -> bool {
+        if self.lost.is_some() {
+            return true;
+        }
+        if !probe_lost(&self.device) {
+            return false;
+        }
+        let why = "the device was lost (destroyed, or reset by the driver)".to_string();
+        let _ = self.to_complete.send(ToCompletion::Lost(why.clone()));
+        self.fail_lost(why, jobs, done);
+        true
+    }
+
+    /// What a wgpu callback that finds the device lost calls, as the poll
+    /// thread does when wgpu fails under it: this stage fails what it holds
+    /// and every part from then on, the completion stage the batches in
+    /// flight.
+    pub(super) fn lost_reporter(&self) -> impl Fn(String) + Send + 'static {
+        let events = self.events.clone();
+        let to_complete = self.to_complete.clone();
+        move |why: String| {
+            let _ = to_complete.send(ToCompletion::Lost(why.clone()));
+            let _ = events.send(GpuEvent::Lost(why));
+        }
+    }
+
     /// Handles a wgpu callback; parts that ended are pushed to `done`.
     pub fn on_event(&mut self, e: GpuEvent, jobs: &JobTable, done: &mut Vec<Finished>) {
         match e {
@@ -559,32 +613,44 @@ impl GpuBatcher {
                     }
                     let owed = self.poller.owe();
                     let tx = self.events.clone();
-                    self.ring.remap(c, move || {
-                        let _ = tx.send(GpuEvent::ChunkMapped(c));
+                    let lost = self.lost_reporter();
+                    self.ring.remap(c, move |mapped| {
+                        match mapped {
+                            Ok(()) => {
+                                let _ = tx.send(GpuEvent::ChunkMapped(c));
+                            }
+                            Err(why) => lost(why),
+                        }
                         owed.paid();
                     });
                     self.poller.mapping();
                 }
             }
-            GpuEvent::ChunkMapped(c) => self.ring.mapped(c),
-            GpuEvent::Lost(why) => {
-                // Nothing owed will complete: fail what this stage holds
-                // (the completion stage fails the batches in flight), and
-                // every part from now on.
-                let held = self.held_back.take().map(|h| h.entries);
-                let open = self.open.take().map(|o| o.entries);
-                for e in open.into_iter().chain(held).flatten() {
-                    done.push((e.part, Err(lost_error(&why))));
+            GpuEvent::ChunkMapped(c) => {
+                if let Err(why) = self.ring.mapped(c) {
+                    (self.lost_reporter())(why);
                 }
-                for (_, parts) in self.direct.drain() {
-                    for part in parts {
-                        end_pinned(jobs, part, Err(lost_error(&why)), done);
-                    }
-                }
-                self.lost = Some(why);
             }
+            GpuEvent::Lost(why) => self.fail_lost(why, jobs, done),
         }
     }
+}
+
+/// Whether `device` is lost: a buffer made on it cannot be mapped at
+/// creation. (wgpu has no query for it, and its lost callback belongs to
+/// the application.) A few microseconds; run once per batch and per chunk
+/// copy. The probe is dropped without an unmap, which on a lost device
+/// would be a validation error.
+pub(crate) fn probe_lost(device: &wgpu::Device) -> bool {
+    let probe = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("gpustream device probe"),
+        size: 4,
+        usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: true,
+    });
+    let lost = probe.get_mapped_range_mut(..).is_err();
+    drop(probe);
+    lost
 }
 
 impl Res {

@@ -215,6 +215,9 @@ pub enum RuntimeError {
     /// A configuration value is out of range.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The GPU device was lost before the runtime could set up on it.
+    #[error("the GPU device was lost: {0}")]
+    DeviceLost(String),
     /// The trace file could not be created.
     #[error("cannot create trace file {}: {source}", path.display())]
     Trace {
@@ -393,7 +396,8 @@ impl Runtime {
                     chunk,
                     caps.output,
                     caps.region_weight(),
-                );
+                )
+                .map_err(RuntimeError::DeviceLost)?;
                 // The decoder has a portable path for every adapter with
                 // compute shaders, and a subgroup path where the adapter has
                 // subgroups.

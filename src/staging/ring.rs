@@ -98,14 +98,15 @@ impl StagingRing {
     /// chunks, so reads can fill one while the GPU copies another). A chunk
     /// is sealed early once the weights of its slots would pass `weight_cap`;
     /// `region_weight` is the least weight its users count per region
-    /// written (see [`Self::region_weight`]).
+    /// written (see [`Self::region_weight`]). Fails when the device cannot
+    /// hand out the chunks' mappings (it is lost).
     pub fn new(
         device: &wgpu::Device,
         total: u64,
         chunk_size: u64,
         weight_cap: u64,
         region_weight: u64,
-    ) -> StagingRing {
+    ) -> Result<StagingRing, String> {
         let total = total.max(2 * super::STAGING_ALIGN);
         let count = total.div_ceil(chunk_size).max(2);
         let size = ((total / count) & !4095).max(4096);
@@ -127,18 +128,18 @@ impl StagingRing {
                     state: ChunkState::Free,
                     opened: 0,
                 };
-                attach(&mut c);
-                c
+                attach(&mut c)?;
+                Ok(c)
             })
-            .collect();
-        StagingRing {
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(StagingRing {
             chunks,
             size,
             open: None,
             opened: 0,
             weight_cap,
             region_weight,
-        }
+        })
     }
 
     /// The least weight a slot's user counts per output region, so that a
@@ -317,32 +318,38 @@ impl StagingRing {
     }
 
     /// Starts mapping a chunk whose GPU copy is done; `done` runs (on a wgpu
-    /// callback) once it is mapped, and must lead to [`Self::mapped`].
-    pub fn remap(&mut self, chunk: usize, done: impl FnOnce() + Send + 'static) {
+    /// callback) once the mapping ends, with wgpu's verdict: on success it
+    /// must lead to [`Self::mapped`]; a failure means the device is lost.
+    pub fn remap(&mut self, chunk: usize, done: impl FnOnce(Result<(), String>) + Send + 'static) {
         let ch = &mut self.chunks[chunk];
         ch.state = ChunkState::Mapping;
-        ch.buffer
-            .map_async(wgpu::MapMode::Write, .., move |_| done());
+        ch.buffer.map_async(wgpu::MapMode::Write, .., move |r| {
+            done(r.map_err(|e| format!("mapping a staging chunk failed: {e}")))
+        });
     }
 
-    /// The chunk is mapped again: free for the next fill.
-    pub fn mapped(&mut self, chunk: usize) {
+    /// The chunk is mapped again: free for the next fill. An error (the
+    /// mapping is gone: the device was lost in between) leaves it out of
+    /// use.
+    pub fn mapped(&mut self, chunk: usize) -> Result<(), String> {
         let ch = &mut self.chunks[chunk];
-        attach(ch);
+        attach(ch)?;
         ch.weight = 0;
         ch.outstanding = 0;
         ch.state = ChunkState::Free;
+        Ok(())
     }
 }
 
 /// Takes the pointer of a freshly mapped buffer.
-fn attach(c: &mut Chunk) {
+fn attach(c: &mut Chunk) -> Result<(), String> {
     let mut view = c
         .buffer
         .slice(..)
         .get_mapped_range_mut()
-        .expect("staging chunk is mapped");
+        .map_err(|e| format!("a staging chunk reported mapped is not: {e}"))?;
     c.ptr = Some(view.slice(..).as_raw_element_ptr());
     c.view = Some(view);
     c.used = 0;
+    Ok(())
 }

@@ -4,7 +4,6 @@
 //! dispatches one workgroup per block on a 2D grid.
 
 use crate::decode::gpu::lz4_decode::Lz4EncodeError;
-use wgpu::util::DeviceExt;
 
 /// How a shader uses binding `i` of its bind group.
 /// The buffer ranges one decode or copy pass binds, each a slice of its
@@ -165,11 +164,38 @@ pub(crate) fn slice_binding<'a>(slice: &wgpu::BufferSlice<'a>) -> wgpu::BindingR
 
 /// A uniform buffer holding `words`.
 pub(crate) fn uniform(device: &wgpu::Device, label: &str, words: &[u32]) -> wgpu::Buffer {
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+    buffer_init(
+        device,
+        label,
+        bytemuck::cast_slice(words),
+        wgpu::BufferUsages::UNIFORM,
+    )
+}
+
+/// A buffer holding `contents`, as wgpu's `create_buffer_init` makes it,
+/// without its panic on a lost device: there the mapping wgpu hands back
+/// is an error, and the buffer (as invalid as its device) is returned
+/// unwritten and not unmapped (an unmap would be a validation error);
+/// nothing recorded with it will run.
+pub(crate) fn buffer_init(
+    device: &wgpu::Device,
+    label: &str,
+    contents: &[u8],
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
+    let size = (contents.len() as u64).next_multiple_of(4).max(4);
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
-        contents: bytemuck::cast_slice(words),
-        usage: wgpu::BufferUsages::UNIFORM,
-    })
+        size,
+        usage,
+        mapped_at_creation: true,
+    });
+    if let Ok(mut view) = buffer.get_mapped_range_mut(..) {
+        view.slice(..contents.len()).copy_from_slice(contents);
+        drop(view);
+        buffer.unmap();
+    }
+    buffer
 }
 
 /// Uploads a descriptor table; returns it with its block count.
@@ -182,11 +208,12 @@ pub(crate) fn upload_table<T: bytemuck::Pod>(
         blocks: descs.len() as u64,
         limit: u32::MAX as u64,
     })?;
-    let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some(label),
-        contents: bytemuck::cast_slice(descs),
-        usage: wgpu::BufferUsages::STORAGE,
-    });
+    let table = buffer_init(
+        device,
+        label,
+        bytemuck::cast_slice(descs),
+        wgpu::BufferUsages::STORAGE,
+    );
     Ok((table, count))
 }
 

@@ -75,6 +75,10 @@ impl GpuBatcher {
     /// Records and submits the open batch. Parts of cancelled requests end
     /// here as cancelled; the others are pinned until their writes land.
     pub fn flush(&mut self, jobs: &JobTable, done: &mut Vec<Finished>) {
+        if self.open.is_none() || self.device_lost(jobs, done) {
+            // A lost device failed the open batch's parts.
+            return;
+        }
         let Some(open) = self.open.take() else {
             return;
         };
@@ -173,10 +177,17 @@ impl GpuBatcher {
         self.poller.submitted(index);
         let owed = self.poller.owe();
         let tx = self.to_complete.clone();
+        let lost = self.lost_reporter();
         self.res[r]
             .readback
-            .map_async(wgpu::MapMode::Read, .., move |_| {
-                let _ = tx.send(ToCompletion::StatusMapped(r));
+            .map_async(wgpu::MapMode::Read, .., move |mapped| {
+                match mapped {
+                    Ok(()) => {
+                        let _ = tx.send(ToCompletion::StatusMapped(r));
+                    }
+                    // The device is gone: this batch's status never comes.
+                    Err(e) => lost(format!("mapping a batch's status words failed: {e}")),
+                }
                 owed.paid();
             });
         self.poller.mapping();
