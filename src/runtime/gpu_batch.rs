@@ -654,8 +654,9 @@ pub(crate) fn probe_lost(device: &wgpu::Device) -> bool {
 }
 
 impl Res {
-    /// `driver`: the GDeflate table holds twice the descriptors, the
-    /// driver path's two copy passes' (`driver.rs`).
+    /// `driver`: the GDeflate table holds the driver path's two copy
+    /// passes' descriptors, the second set from a run boundary
+    /// (`driver.rs`).
     fn new(device: &wgpu::Device, caps: BatchCaps, i: usize, driver: bool) -> Res {
         use wgpu::BufferUsages as U;
         let mk = |what: &str, size: u64, usage: U| {
@@ -684,7 +685,11 @@ impl Res {
             ),
             gdeflate_descs: mk(
                 "gdeflate descriptors",
-                caps.blocks * desc * if driver { 2 } else { 1 },
+                desc * if driver {
+                    2 * caps.blocks + super::batch_tables::RUN_ALIGN as u64
+                } else {
+                    caps.blocks
+                },
                 U::STORAGE | U::COPY_DST,
             ),
             stored_descs: mk(

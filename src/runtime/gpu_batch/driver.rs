@@ -16,19 +16,21 @@
 //!    padded where the destination needs it.
 //!
 //! The driver reports nothing per page, so a page's status word is the
-//! stored-copy pass's: a checksum failure still fails the block (the crc32c
-//! pass runs as before), but a malformed page with a good checksum yields
-//! undefined bytes, confined to its own slot and its own destination range.
-//! A batch whose pages do not fit the driver's buffers goes through the
-//! WGSL decoder instead, as do batches of a slot whose driver buffers
-//! could not be allocated (they are made for the first batch with GDeflate
-//! pages, about the batch input and output sizes again).
+//! lay-out pass's: a checksum failure still fails the block (the crc32c
+//! pass runs as before); what a page that is not valid GDeflate becomes is
+//! up to the driver (see `decode::gpu::driver_gdeflate`). Each page has a
+//! 64 KiB slot and is declared to decode to 64 KiB, so the driver is never
+//! told less than a valid page holds.
+//! A batch whose pages do not fit the driver's buffers (64 KiB a page)
+//! goes through the WGSL decoder instead, as do batches of a slot whose
+//! driver buffers could not be allocated (they are made for the first
+//! batch with GDeflate pages, about the batch input and output sizes
+//! again).
 
 use crate::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
 use crate::decode::gpu::PassBindings;
 use crate::decode::Lz4BlockDesc;
 
-use super::super::batch_status::table;
 use super::flush::Recorded;
 use super::{GpuBatcher, Res};
 
@@ -67,10 +69,14 @@ pub(crate) struct DriverPlan {
     pub relayout: Vec<Lz4BlockDesc>,
 }
 
-/// Lays out `laid` (the batch's GDeflate descriptors) for the driver's
-/// buffers of `src_len` and `dst_len` bytes; `None` when they do not fit,
-/// or a page breaks the extension's size rules (empty, or over 64 KiB out):
-/// such a batch goes to the WGSL decoder, which flags what it must.
+/// Lays out `laid` (the batch's GDeflate descriptors, with the empty
+/// entries that pad each target's run) for the driver's buffers of
+/// `src_len` and `dst_len` bytes. Each page gets a whole 64 KiB output slot
+/// and is declared to decode to 64 KiB: the most a GDeflate 1.0 page can
+/// hold, so no valid page can exceed what the driver is told. `None` when
+/// the pages do not fit, or one breaks the extension's size rules (empty,
+/// or over a block's size in or out): such a batch goes to the WGSL
+/// decoder, which flags what it must.
 pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<DriverPlan> {
     use crate::decode::gpu::driver_gdeflate::MAX_PAGE_OUTPUT;
     let mut plan = DriverPlan {
@@ -80,6 +86,13 @@ pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<
     };
     let (mut src, mut dst) = (0u64, 0u64);
     for d in laid {
+        if *d == Lz4BlockDesc::linear(0, 0, 0, 0) {
+            // Padding between targets' runs: nothing to decode; the copy
+            // passes see an empty descriptor, as the WGSL decoder would.
+            plan.realign.push(*d);
+            plan.relayout.push(*d);
+            continue;
+        }
         let (page, out) = (u64::from(d.src_size), u64::from(d.dst_size));
         // The realign pass copies at most a block's size (a page larger
         // than that is refused by it, and must not be laid out as decoded).
@@ -87,7 +100,7 @@ pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<
         if page == 0 || page > block || out == 0 || out > MAX_PAGE_OUTPUT {
             return None;
         }
-        if src + page > src_len || dst + out > dst_len {
+        if src + page > src_len || dst + MAX_PAGE_OUTPUT > dst_len {
             return None;
         }
         plan.realign.push(Lz4BlockDesc::linear(
@@ -100,7 +113,7 @@ pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<
             src_offset: src,
             src_size: page,
             dst_offset: dst,
-            dst_size: out,
+            dst_size: MAX_PAGE_OUTPUT,
         });
         plan.relayout.push(Lz4BlockDesc {
             src_offset: dst as u32,
@@ -108,9 +121,17 @@ pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<
             ..*d
         });
         src = (src + page).next_multiple_of(4);
-        dst = (dst + out).next_multiple_of(4);
+        dst += MAX_PAGE_OUTPUT;
     }
     Some(plan)
+}
+
+/// Where the lay-out descriptors start in the GDeflate table: after the
+/// realign ones, on a run boundary, so that every run of them binds at an
+/// offset the device's storage alignment allows (as the batch's own runs
+/// do).
+pub(crate) fn relayout_base(n: usize) -> usize {
+    n.next_multiple_of(super::super::batch_tables::RUN_ALIGN)
 }
 
 /// What became of a batch's GDeflate pages at the driver.
@@ -137,20 +158,26 @@ impl GpuBatcher {
             .as_ref()
     }
 
-    /// Steps 1 and 2 for `plan`: uploads the realign and lay-out
-    /// descriptors (in that order, in the GDeflate table), records the
-    /// realign pass into `enc`, then moves `enc`'s commands and the
-    /// driver's decode into `rec.before` and leaves `enc` a fresh encoder
-    /// for step 3 and the rest of the batch. When the driver refuses the
-    /// regions (the plan keeps its rules, so only a wgpu that lends no
-    /// Vulkan encoder would), the pages' status words are cleared again
-    /// and they fail as not run: the table now holds the driver's
-    /// descriptors, so the WGSL decoder cannot take over in this batch.
+    /// Steps 1 and 2 for `plan`: uploads the realign descriptors at the
+    /// start of the GDeflate table and the lay-out ones at
+    /// [`relayout_base`], records the realign pass into `enc`, then moves
+    /// `enc`'s commands and the driver's decode into `rec.before` and
+    /// leaves `enc` a fresh encoder for step 3 and the rest of the batch.
+    ///
+    /// The realign pass writes its status words into the batch's spare
+    /// status buffer (the un-conditioning pass's, which nothing reads): the
+    /// pages' own status words are written by the lay-out pass alone, so a
+    /// page whose lay-out never ran fails as not run. When the realign pass
+    /// cannot be recorded the WGSL decoder takes the batch (`NotUsed`, the
+    /// table's start re-uploaded); when the driver refuses the regions
+    /// (only a wgpu that lends no Vulkan encoder would) the pages fail as
+    /// not run (`Failed`).
     pub(super) fn record_driver_decode(
         &self,
         enc: &mut wgpu::CommandEncoder,
         res: &Res,
         input: wgpu::BufferSlice<'_>,
+        laid: &[Lz4BlockDesc],
         plan: &DriverPlan,
         rec: &mut Recorded,
     ) -> DriverOutcome {
@@ -158,25 +185,33 @@ impl GpuBatcher {
         else {
             return DriverOutcome::NotUsed;
         };
-        let n = plan.regions.len() as u64;
+        let n = plan.realign.len() as u64;
+        let base = relayout_base(plan.realign.len()) as u64;
         let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
-        let status = &res.status[table::GDEFLATE];
         self.queue
             .write_buffer(&res.gdeflate_descs, 0, bytemuck::cast_slice(&plan.realign));
         self.queue.write_buffer(
             &res.gdeflate_descs,
-            n * desc,
+            base * desc,
             bytemuck::cast_slice(&plan.relayout),
         );
         let realign = PassBindings {
             input,
             descs: res.gdeflate_descs.slice(..n * desc),
             output: bufs.src.buffer.slice(..),
-            status: status.slice(..n * 4),
+            status: res.uncond_status.slice(..n * 4),
         };
-        let _ = self
+        if self
             .stored
-            .encode_in(&self.device, enc, realign, n as u32, None);
+            .encode_in(&self.device, enc, realign, n as u32, None)
+            .is_err()
+        {
+            // Queue writes land in call order: the WGSL decoder's
+            // descriptors replace the driver's before the batch runs.
+            self.queue
+                .write_buffer(&res.gdeflate_descs, 0, bytemuck::cast_slice(laid));
+            return DriverOutcome::NotUsed;
+        }
         rec.copy_passes += 1;
         let fresh = || {
             self.device
@@ -189,15 +224,11 @@ impl GpuBatcher {
                 let first = std::mem::replace(enc, fresh());
                 rec.before.push(first.finish());
                 rec.before.push(decode);
-                rec.driver_pages += n;
+                rec.driver_pages += plan.regions.len() as u64;
                 rec.commands += 1;
                 DriverOutcome::Decoded
             }
-            Err(_) => {
-                enc.clear_buffer(status, 0, Some(n * 4));
-                rec.commands += 1;
-                DriverOutcome::Failed
-            }
+            Err(_) => DriverOutcome::Failed,
         }
     }
 }
@@ -234,7 +265,9 @@ mod tests {
         let src: Vec<u64> = p.regions.iter().map(|r| r.src_offset).collect();
         let dst: Vec<u64> = p.regions.iter().map(|r| r.dst_offset).collect();
         assert_eq!(src, [0, 1004, 1012]);
-        assert_eq!(dst, [0, 65536, 65548]);
+        assert_eq!(dst, [0, 65536, 131072]);
+        // Every page is declared the most a page can hold, in its own slot.
+        assert!(p.regions.iter().all(|r| r.dst_size == 65536));
         for (i, d) in laid.iter().enumerate() {
             // Realign reads the page where it is and writes its slot.
             let r = p.realign[i];
@@ -260,13 +293,37 @@ mod tests {
     #[test]
     fn batches_that_do_not_fit_or_break_the_rules_go_to_wgsl() {
         let one = [page(0, 100, 0, 1000, (0, 0))];
-        assert!(plan(&one, 100, 1000).is_some());
-        assert!(plan(&one, 99, 1000).is_none());
-        assert!(plan(&one, 100, 999).is_none());
+        assert!(plan(&one, 100, 65536).is_some());
+        assert!(plan(&one, 99, 65536).is_none());
+        assert!(plan(&one, 100, 65535).is_none());
         assert!(plan(&[page(0, 0, 0, 1000, (0, 0))], 1 << 20, 1 << 20).is_none());
         assert!(plan(&[page(0, 10, 0, 0, (0, 0))], 1 << 20, 1 << 20).is_none());
         assert!(plan(&[page(0, 10, 0, 65540, (0, 0))], 1 << 20, 1 << 20).is_none());
         assert!(plan(&[page(0, 65540, 0, 65536, (0, 0))], 1 << 20, 1 << 20).is_none());
         assert_eq!(plan(&[], 0, 0).map(|p| p.regions.len()), Some(0));
+    }
+
+    /// The empty entries that pad each target's run to a run boundary stay
+    /// in place (so descriptor i is still entry i) and get no region.
+    #[test]
+    fn run_padding_is_kept_in_place_and_not_decoded() {
+        let pad = Lz4BlockDesc::linear(0, 0, 0, 0);
+        let laid = [
+            page(0, 100, 0, 1000, (0, 0)),
+            pad,
+            pad,
+            page(100, 50, 0, 300, (0, 0)),
+        ];
+        let p = plan(&laid, 1 << 20, 1 << 20).expect("fits");
+        assert_eq!(p.regions.len(), 2);
+        assert_eq!((p.realign.len(), p.relayout.len()), (4, 4));
+        assert_eq!((p.realign[1], p.relayout[2]), (pad, pad));
+        assert_eq!(p.relayout[3].src_offset as u64, p.regions[1].dst_offset);
+        assert_eq!(relayout_base(4), 64);
+        assert_eq!(relayout_base(64), 64);
+        assert_eq!(
+            relayout_base(65) * std::mem::size_of::<Lz4BlockDesc>() % 256,
+            0
+        );
     }
 }

@@ -289,15 +289,15 @@ impl GpuBatcher {
         // The driver's decoder, where it runs and the pages fit its
         // buffers (`driver.rs`): pages realigned and decoded before the
         // passes below, which lay them out instead of the WGSL decoder.
-        let driver = match (&self.driver, self.driver_buffers(res)) {
-            (Some(_), Some(bufs)) if !laid.gdeflate.is_empty() => {
-                super::driver::plan(&laid.gdeflate, bufs.src.size(), bufs.dst.size())
-            }
-            _ => None,
+        let driver = if laid.gdeflate.is_empty() {
+            None
+        } else {
+            self.driver_buffers(res)
+                .and_then(|b| super::driver::plan(&laid.gdeflate, b.src.size(), b.dst.size()))
         };
         use super::driver::DriverOutcome;
         let driver_outcome = match &driver {
-            Some(p) => self.record_driver_decode(enc, res, input, p, &mut rec),
+            Some(p) => self.record_driver_decode(enc, res, input, &laid.gdeflate, p, &mut rec),
             None => {
                 if !laid.gdeflate.is_empty() {
                     self.queue.write_buffer(
@@ -330,7 +330,8 @@ impl GpuBatcher {
             {
                 // The driver's output, laid out: descriptors after the
                 // realign pass's in the table.
-                let shifted = run.start + laid.gdeflate.len()..run.end + laid.gdeflate.len();
+                let base = super::driver::relayout_base(laid.gdeflate.len());
+                let shifted = run.start + base..run.end + base;
                 let b = run_bindings(
                     bufs.dst.buffer.slice(..),
                     *output,

@@ -14,13 +14,20 @@
 //! Everywhere else the WGSL decoder (`shaders/gdeflate_decode.wgsl`) runs.
 //!
 //! **What the driver's decoder does not do:** it reports nothing per page.
-//! A page whose checksum matches but whose bits are malformed (a crafted
-//! pack, not a damaged one: damage fails the crc32c) decodes to undefined
-//! bytes. gpustream keeps those bytes inside the page's own slot of a
-//! scratch buffer it owns, and copies only the block's declared size on to
-//! the destination, so a bad page can spoil its own destination range and
-//! nothing else. The WGSL decoder flags such a page instead; force it when
-//! packs come from people you do not trust.
+//! A damaged page still fails its block (the crc32c pass runs first), and
+//! every page is given a whole 64 KiB output slot and declared to decode to
+//! 64 KiB, the most a valid GDeflate 1.0 page holds. But a page whose
+//! checksum matches and whose bits are not valid GDeflate (a crafted pack,
+//! not a damaged one) is outside what the extension defines: a valid page
+//! never writes past its slot, but for such a page only the driver knows.
+//! The WGSL decoder flags such pages and writes nothing outside the block's
+//! destination; force it (`GPUSTREAM_GDEFLATE_DECODER=wgsl`) for packs from
+//! people you do not trust.
+//!
+//! A device the application opened itself counts as having the decoder
+//! when the extension is enabled on it; it must then also have the
+//! `memoryDecompression` and `bufferDeviceAddress` features enabled, as
+//! [`request_device`] does.
 
 use std::fmt;
 

@@ -56,11 +56,57 @@ fn cname(e: DriverExtension) -> &'static CStr {
     }
 }
 
+/// Whether the driver offers extension `e` on `phys` with what gpustream
+/// needs of it: the extension (and `VK_KHR_maintenance5` for EXT) listed,
+/// Vulkan 1.2, and the `memoryDecompression`, `bufferDeviceAddress` (and
+/// `maintenance5`) features and the GDeflate 1.0 method reported, so that
+/// opening a device with them cannot be refused.
+fn supported(instance: &ash::Instance, phys: vk::PhysicalDevice, e: DriverExtension) -> bool {
+    // SAFETY: `phys` is a physical device of `instance` (both from the
+    // same wgpu-hal adapter or device); the structures chained below live
+    // across each call.
+    unsafe {
+        if instance.get_physical_device_properties(phys).api_version < vk::API_VERSION_1_2 {
+            return false;
+        }
+        let Ok(listed) = instance.enumerate_device_extension_properties(phys) else {
+            return false;
+        };
+        let has = |name: &CStr| {
+            listed
+                .iter()
+                .any(|p| p.extension_name_as_c_str() == Ok(name))
+        };
+        let ext = e == DriverExtension::Ext;
+        if !has(cname(e)) || (ext && !has(MAINTENANCE5)) {
+            return false;
+        }
+        let mut decompression = vk::PhysicalDeviceMemoryDecompressionFeaturesNV::default();
+        let mut addresses = vk::PhysicalDeviceBufferDeviceAddressFeatures::default();
+        let mut maintenance5 = vk::PhysicalDeviceMaintenance5FeaturesKHR::default();
+        let mut features = vk::PhysicalDeviceFeatures2::default()
+            .push_next(&mut decompression)
+            .push_next(&mut addresses);
+        if ext {
+            features = features.push_next(&mut maintenance5);
+        }
+        instance.get_physical_device_features2(phys, &mut features);
+        let mut methods = vk::PhysicalDeviceMemoryDecompressionPropertiesNV::default();
+        let mut properties = vk::PhysicalDeviceProperties2::default().push_next(&mut methods);
+        instance.get_physical_device_properties2(phys, &mut properties);
+        decompression.memory_decompression == vk::TRUE
+            && addresses.buffer_device_address == vk::TRUE
+            && (!ext || maintenance5.maintenance5 == vk::TRUE)
+            && methods.decompression_methods.as_raw() & GDEFLATE_1_0 != 0
+    }
+}
+
 /// Which extension `adapter`'s Vulkan driver offers for decoding GDeflate,
 /// if any: `VK_EXT_memory_decompression` where `VK_KHR_maintenance5` comes
 /// with it (its buffer usage flag needs that), else
-/// `VK_NV_memory_decompression`. Both need Vulkan 1.2's device addresses.
-/// `None` on other backends. (NVIDIA's drivers offer them; Mesa's do not.)
+/// `VK_NV_memory_decompression`; each only with the features and the
+/// GDeflate method it needs (see `supported`). `None` on other backends.
+/// (NVIDIA's drivers offer them; Mesa's do not.)
 pub fn offered_extension(adapter: &wgpu::Adapter) -> Option<DriverExtension> {
     if adapter.get_info().backend != wgpu::Backend::Vulkan {
         return None;
@@ -69,14 +115,11 @@ pub fn offered_extension(adapter: &wgpu::Adapter) -> Option<DriverExtension> {
     // handle for this scope; nothing is created, changed or kept through
     // it, and the guard is dropped before `adapter` can be.
     let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
-    let caps = hal.physical_device_capabilities();
-    if caps.properties().api_version < vk::API_VERSION_1_2 {
-        return None;
-    }
-    DriverExtension::ALL.into_iter().find(|&e| {
-        caps.supports_extension(cname(e))
-            && (e == DriverExtension::Nv || caps.supports_extension(MAINTENANCE5))
-    })
+    let instance = hal.shared_instance().raw_instance();
+    let phys = hal.raw_physical_device();
+    DriverExtension::ALL
+        .into_iter()
+        .find(|&e| supported(instance, phys, e))
 }
 
 /// [`offered_extension`] for the adapter `device` was opened on, asked of
@@ -87,21 +130,9 @@ pub fn offered_for_device(device: &wgpu::Device) -> Option<DriverExtension> {
     let hal = unsafe { device.as_hal::<Vulkan>() }?;
     let instance = hal.shared_instance().raw_instance();
     let phys = hal.raw_physical_device();
-    // SAFETY: `phys` is the physical device `device` was opened on.
-    let api = unsafe { instance.get_physical_device_properties(phys) }.api_version;
-    if api < vk::API_VERSION_1_2 {
-        return None;
-    }
-    // SAFETY: as above.
-    let listed = unsafe { instance.enumerate_device_extension_properties(phys) }.ok()?;
-    let has = |name: &CStr| {
-        listed
-            .iter()
-            .any(|p| p.extension_name_as_c_str() == Ok(name))
-    };
     DriverExtension::ALL
         .into_iter()
-        .find(|&e| has(cname(e)) && (e == DriverExtension::Nv || has(MAINTENANCE5)))
+        .find(|&e| supported(instance, phys, e))
 }
 
 /// Which of the extensions `device` was opened with, if any (the
@@ -300,12 +331,18 @@ impl DriverGDeflate {
         let buffer = unsafe { raw.create_buffer(&info, None) }.map_err(|e| e.to_string())?;
         // SAFETY: `buffer` was created on `raw` just above.
         let req = unsafe { raw.get_buffer_memory_requirements(buffer) };
-        let kind = (0..self.memory.memory_type_count).find(|&i| {
+        // Device-local memory the host cannot see first (the GPU's own
+        // memory, not a BAR window), then any device-local type.
+        let fits = |i: u32, avoid: vk::MemoryPropertyFlags| {
+            let flags = self.memory.memory_types[i as usize].property_flags;
             req.memory_type_bits & (1 << i) != 0
-                && self.memory.memory_types[i as usize]
-                    .property_flags
-                    .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        });
+                && flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+                && !flags.intersects(avoid)
+        };
+        let count = self.memory.memory_type_count;
+        let kind = (0..count)
+            .find(|&i| fits(i, vk::MemoryPropertyFlags::HOST_VISIBLE))
+            .or_else(|| (0..count).find(|&i| fits(i, vk::MemoryPropertyFlags::empty())));
         let Some(kind) = kind else {
             // SAFETY: unused and never handed out.
             unsafe { raw.destroy_buffer(buffer, None) };
