@@ -30,10 +30,9 @@
 
 override WG: u32 = 64u;
 
-const STATUS_OK: u32 = 1u;
-const STATUS_BAD_DESCRIPTOR: u32 = 2u;
-
-const MAX_BLOCK_SIZE: u32 = 65536u;
+// The status codes (STATUS_*) and the block limits (MAX_*) come from the
+// preamble each pipeline puts first (src/decode/gpu/preamble.rs), written
+// from the Rust constants the twins use.
 
 // BlockTransform ids (src/pack/condition.rs).
 const TRANSFORM_BYTE_PLANES_16: u32 = 5u;
@@ -46,7 +45,7 @@ const FIELD_NIBBLES = array<u32, 4>(0x44u, 0x4462u, 0x62u, 0x6262u);
 // One block; mirrors Lz4BlockDesc (8 x u32). src_offset: where its
 // conditioned bytes start in `output`; src_size == dst_size; reserved0:
 // the transform id.
-struct BlockDesc {
+struct UnconditionDesc {
     src_offset: u32,
     src_size: u32,
     dst_offset: u32,
@@ -64,7 +63,7 @@ struct Params {
     pad1: u32,
 }
 
-@group(0) @binding(0) var<storage, read> descs: array<BlockDesc>;
+@group(0) @binding(0) var<storage, read> descs: array<UnconditionDesc>;
 @group(0) @binding(1) var<storage, read_write> output: array<u32>;
 @group(0) @binding(2) var<storage, read_write> status: array<u32>;
 @group(0) @binding(3) var<uniform> params: Params;
@@ -114,7 +113,7 @@ fn output_byte(addr: u32) -> u32 {
 
 // The bytes a block spans in the output, padding between rows included
 // (Lz4BlockDesc::dst_extent), or 0xffffffff when it overflows.
-fn dst_extent(d: BlockDesc) -> u32 {
+fn dst_extent(d: UnconditionDesc) -> u32 {
     if (d.row_bytes == 0u || d.dst_size == 0u) {
         return d.dst_size;
     }
@@ -126,7 +125,7 @@ fn dst_extent(d: BlockDesc) -> u32 {
     return last_row * d.row_pitch + last_len;
 }
 
-fn valid(d: BlockDesc) -> bool {
+fn valid(d: UnconditionDesc) -> bool {
     // Clamped so a binding of 4 GiB or more does not wrap (as the twin).
     let out_len = min(arrayLength(&output), 0x3fffffffu) * 4u;
     let extent = dst_extent(d);

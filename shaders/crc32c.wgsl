@@ -29,14 +29,9 @@
 // Lanes per workgroup; the pipeline sets it.
 override WG: u32 = 64u;
 
-// Status codes: OK and BAD_DESCRIPTOR as in Lz4Status; the mismatch code is
-// one the LZ4 decoder never writes (see src/decode/gpu/crc32c.rs).
-const STATUS_OK: u32 = 1u;
-const STATUS_BAD_DESCRIPTOR: u32 = 2u;
-const STATUS_CHECKSUM_MISMATCH: u32 = 16u;
-
-// The largest block checked: as the LZ4 decoder's MAX_SRC_SIZE.
-const MAX_CHECK_SIZE: u32 = 0xffffffu;
+// The status codes (STATUS_*) and the block limits (MAX_*) come from the
+// preamble each pipeline puts first (src/decode/gpu/preamble.rs), written
+// from the Rust constants the twins use.
 
 // The reflected Castagnoli polynomial.
 const POLY: u32 = 0x82f63b78u;

@@ -73,21 +73,9 @@
 override WG: u32 = 32u;
 const LANES: u32 = 32u;
 
-// Status codes; src/decode/gdeflate_status.rs mirrors them (GDeflateStatus),
-// and a unit test there holds the two lists together.
-const STATUS_OK: u32 = 1u;
-const STATUS_BAD_DESCRIPTOR: u32 = 2u;
-const STATUS_TRUNCATED: u32 = 3u;
-const STATUS_OUTPUT_OVERRUN: u32 = 4u;
-const STATUS_BAD_BLOCK_TYPE: u32 = 5u;
-const STATUS_OFFSET_OUT_OF_RANGE: u32 = 6u;
-const STATUS_SHORT_OUTPUT: u32 = 7u;
-const STATUS_BAD_HUFFMAN_CODE: u32 = 8u;
-const STATUS_BAD_REPEAT: u32 = 9u;
-
-const MAX_BLOCK_SIZE: u32 = 65536u;
-// Input positions fit the status word's 24 bits.
-const MAX_SRC_SIZE: u32 = 0xffffffu;
+// The status codes (STATUS_*), the block limits (MAX_*) and BlockDesc (an
+// Lz4BlockDesc: 8 x u32) come from the preamble each pipeline puts first
+// (src/decode/gpu/preamble.rs), written from the Rust constants the twins use.
 
 // What a lane does in a round.
 const KIND_NONE: u32 = 0u;
@@ -112,16 +100,6 @@ const DIST_BASE = array<u32, 32>(1u, 2u, 3u, 4u, 5u, 7u, 9u, 13u, 17u, 25u, 33u,
 const DIST_EXTRA = array<u32, 32>(0u, 0u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 4u, 4u, 5u, 5u, 6u, 6u, 7u, 7u, 8u, 8u, 9u, 9u, 10u, 10u, 11u, 11u, 12u, 12u, 13u, 13u, 14u, 14u);
 
 // One page of the batch; mirrors Lz4BlockDesc (8 x u32, 32 bytes).
-struct BlockDesc {
-    src_offset: u32,
-    src_size: u32,
-    dst_offset: u32,
-    dst_size: u32,
-    row_bytes: u32,
-    row_pitch: u32,
-    reserved0: u32,
-    reserved1: u32,
-}
 
 struct Params {
     block_count: u32,

@@ -49,32 +49,9 @@
 // device has subgroups, 32 otherwise).
 override WG: u32 = 32u;
 
-// Status codes; src/decode/mod.rs mirrors them (Lz4Status).
-const STATUS_OK: u32 = 1u;
-const STATUS_BAD_DESCRIPTOR: u32 = 2u;
-const STATUS_TRUNCATED: u32 = 3u;
-const STATUS_OUTPUT_OVERRUN: u32 = 4u;
-const STATUS_ZERO_OFFSET: u32 = 5u;
-const STATUS_OFFSET_OUT_OF_RANGE: u32 = 6u;
-const STATUS_SHORT_OUTPUT: u32 = 7u;
-
-// The largest uncompressed block (codec::MAX_BLOCK_SIZE).
-const MAX_BLOCK_SIZE: u32 = 65536u;
-// The largest compressed block: positions fit the status word's 24 bits and
-// length sums (at most 255 per input byte) cannot overflow u32.
-const MAX_SRC_SIZE: u32 = 0xffffffu;
-
-// One block of the batch; mirrors Lz4BlockDesc (8 x u32, 32 bytes).
-struct BlockDesc {
-    src_offset: u32,
-    src_size: u32,
-    dst_offset: u32,
-    dst_size: u32,
-    row_bytes: u32,
-    row_pitch: u32,
-    reserved0: u32,
-    reserved1: u32,
-}
+// The status codes (STATUS_*), the block limits (MAX_*) and BlockDesc (an
+// Lz4BlockDesc: 8 x u32) come from the preamble each pipeline puts first
+// (src/decode/gpu/preamble.rs), written from the Rust constants the twins use.
 
 struct Params {
     block_count: u32,

@@ -35,24 +35,9 @@
 // the edge jobs above).
 override WG: u32 = 64u;
 
-// Status codes, as in Lz4Status (src/decode/mod.rs).
-const STATUS_OK: u32 = 1u;
-const STATUS_BAD_DESCRIPTOR: u32 = 2u;
-
-// The largest block (codec::MAX_BLOCK_SIZE).
-const MAX_BLOCK_SIZE: u32 = 65536u;
-
-// One block of the batch; mirrors Lz4BlockDesc (8 x u32, 32 bytes).
-struct BlockDesc {
-    src_offset: u32,
-    src_size: u32,
-    dst_offset: u32,
-    dst_size: u32,
-    row_bytes: u32,
-    row_pitch: u32,
-    reserved0: u32,
-    reserved1: u32,
-}
+// The status codes (STATUS_*), the block limits (MAX_*) and BlockDesc (an
+// Lz4BlockDesc: 8 x u32) come from the preamble each pipeline puts first
+// (src/decode/gpu/preamble.rs), written from the Rust constants the twins use.
 
 struct Params {
     block_count: u32,

@@ -200,7 +200,10 @@ fn direct_file_reads_aligned_unaligned_and_past_eof() {
         if f.is_direct() {
             assert!(f.alignment().is_power_of_two() && f.alignment() >= 512);
         } else {
-            eprintln!("note: {} is not on an O_DIRECT filesystem", p.display());
+            common::o_direct_unavailable(&format!(
+                "the alignment checks: {} is not on an O_DIRECT filesystem",
+                p.display()
+            ));
         }
         let ranges = [
             (0u64, 4096usize),
@@ -526,7 +529,9 @@ fn direct_reads_refused_after_open_fall_back_to_buffered() {
         .unwrap();
         let f = e.open(&p, OpenMode::Direct).unwrap();
         if !f.is_direct() {
-            eprintln!("note: no O_DIRECT here for {kind:?}, nothing to refuse");
+            common::o_direct_unavailable(&format!(
+                "the refused-O_DIRECT fallback for {kind:?}: nothing to refuse"
+            ));
             continue;
         }
         let s = e.read_at(&f, 0, 256 << 10).unwrap();

@@ -15,6 +15,10 @@ use super::fiemap::{self, Extent};
 use super::mapping::Mapping;
 use super::IoError;
 
+/// EINTR/EAGAIN answers tolerated per request before it fails (here and in
+/// the I/O workers).
+pub(crate) const MAX_RETRIES: u32 = 64;
+
 /// How [`crate::io::IoEngine::open`] opens a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OpenMode {
@@ -336,7 +340,7 @@ impl IoFile {
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                     interrupts += 1;
-                    if interrupts > super::worker::MAX_RETRIES {
+                    if interrupts > MAX_RETRIES {
                         return Err(IoError::RetriesExhausted {
                             path: self.inner.path.clone(),
                             offset,

@@ -17,8 +17,7 @@ use super::fault::mix;
 use super::sched::{Queued, Scheduler};
 use super::{IoError, ReadCompletion, ReadOp};
 
-/// EINTR/EAGAIN answers tolerated per request before it fails.
-pub(crate) const MAX_RETRIES: u32 = 64;
+use super::file::MAX_RETRIES;
 
 pub(crate) struct Inbox {
     pub(crate) counters: Arc<Counters>,

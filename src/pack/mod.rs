@@ -25,7 +25,7 @@ pub mod sub_blocks;
 mod texture;
 mod writer;
 
-// Texture sources (issue 14): what the pack records, and the readers of
+// Texture sources: what the pack records, and the readers of
 // DDS and Basis Universal input, which only the packer needs.
 #[cfg(feature = "tools")]
 pub mod basis;

@@ -54,3 +54,15 @@ pub fn io_uring_unavailable(what: &str, why: &dyn std::fmt::Display) {
     }
     eprintln!("!!! io_uring unavailable ({why}): SKIPPING {what} !!!");
 }
+
+/// Called where a file the test wrote under the target directory could not
+/// be opened with O_DIRECT: prints a loud notice so the test can go on
+/// without checking direct I/O, or, under `GPUSTREAM_REQUIRE_O_DIRECT=1`
+/// (set by CI, whose target directory is on ext4), fails the test, so that
+/// a direct-I/O check can never pass there by being skipped.
+pub fn o_direct_unavailable(what: &str) {
+    if std::env::var("GPUSTREAM_REQUIRE_O_DIRECT").is_ok_and(|v| v == "1") {
+        panic!("GPUSTREAM_REQUIRE_O_DIRECT=1 but O_DIRECT is unavailable: {what}");
+    }
+    eprintln!("!!! O_DIRECT unavailable: SKIPPING {what} !!!");
+}

@@ -14,8 +14,18 @@ use crate::decode::gpu::kernel::{
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 use crate::decode::Lz4BlockDesc;
 
-/// The shader's WGSL source.
+/// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/bcn_uncondition.wgsl");
+
+/// What the pipeline compiles: [`SHADER`] after the preamble of status
+/// codes, limits written from the Rust constants.
+pub fn source() -> String {
+    crate::decode::gpu::preamble::Preamble {
+        codes: crate::decode::gpu::preamble::Codes::Lz4,
+        block_desc: false,
+    }
+    .with(SHADER)
+}
 
 /// The compute pipeline putting conditioned blocks back in order.
 pub struct UnconditionPipeline {
@@ -29,7 +39,7 @@ impl UnconditionPipeline {
         let kernel = Kernel::new(
             device,
             "bcn_uncondition",
-            SHADER,
+            &source(),
             "bcn_uncondition",
             &[Read, ReadWrite, ReadWrite, Uniform],
             &[("WG", WORKGROUP_SIZE as f64)],
@@ -173,7 +183,8 @@ mod tests {
 
     #[test]
     fn shader_validates() {
-        crate::decode::gpu::kernel::assert_wgsl_valid(SHADER);
+        crate::decode::gpu::kernel::assert_wgsl_valid(&source());
+        crate::decode::gpu::preamble::assert_takes_preamble("bcn_uncondition.wgsl", SHADER);
     }
 
     #[test]

@@ -13,8 +13,18 @@ use crate::decode::gpu::kernel::{
 };
 use crate::decode::gpu::lz4_decode::Lz4EncodeError;
 
-/// The shader's WGSL source.
+/// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/crc32c.wgsl");
+
+/// What the pipeline compiles: [`SHADER`] after the preamble of status
+/// codes, limits written from the Rust constants.
+pub fn source() -> String {
+    crate::decode::gpu::preamble::Preamble {
+        codes: crate::decode::gpu::preamble::Codes::Check,
+        block_desc: false,
+    }
+    .with(SHADER)
+}
 
 /// The compute pipeline checking the crc32c of batches of blocks.
 pub struct Crc32cPipeline {
@@ -28,7 +38,7 @@ impl Crc32cPipeline {
         let kernel = Kernel::new(
             device,
             "crc32c",
-            SHADER,
+            &source(),
             "crc32c",
             &[Read, Read, ReadWrite, ReadWrite, Uniform],
             &[("WG", WORKGROUP_SIZE as f64)],
@@ -141,7 +151,8 @@ mod tests {
 
     #[test]
     fn shader_validates() {
-        crate::decode::gpu::kernel::assert_wgsl_valid(SHADER);
+        crate::decode::gpu::kernel::assert_wgsl_valid(&source());
+        crate::decode::gpu::preamble::assert_takes_preamble("crc32c.wgsl", SHADER);
     }
 
     #[test]

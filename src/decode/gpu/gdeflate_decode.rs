@@ -12,8 +12,18 @@ use crate::decode::gpu::kernel::{
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 use crate::decode::{GDeflateStatus, Lz4BlockDesc};
 
-/// The shader's WGSL source.
+/// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/gdeflate_decode.wgsl");
+
+/// What the pipeline compiles: [`SHADER`] after the preamble of status
+/// codes, limits and the block descriptor written from the Rust constants.
+pub fn source() -> String {
+    crate::decode::gpu::preamble::Preamble {
+        codes: crate::decode::gpu::preamble::Codes::GDeflate,
+        block_desc: true,
+    }
+    .with(SHADER)
+}
 
 /// The compute pipeline decoding GDeflate pages.
 pub struct GDeflateDecodePipeline {
@@ -28,7 +38,7 @@ impl GDeflateDecodePipeline {
         let kernel = Kernel::new(
             device,
             "gdeflate_decode",
-            SHADER,
+            &source(),
             "gdeflate_decode",
             &[Read, Read, ReadWrite, ReadWrite, Uniform],
             &[("WG", LANES as f64)],
@@ -251,7 +261,8 @@ mod tests {
 
     #[test]
     fn shader_validates() {
-        crate::decode::gpu::kernel::assert_wgsl_valid(SHADER);
+        crate::decode::gpu::kernel::assert_wgsl_valid(&source());
+        crate::decode::gpu::preamble::assert_takes_preamble("gdeflate_decode.wgsl", SHADER);
     }
 
     #[test]

@@ -3,8 +3,6 @@
 //! passes before it is recorded, and the pass that binds the buffers and
 //! dispatches one workgroup per block on a 2D grid.
 
-use crate::decode::gpu::lz4_decode::Lz4EncodeError;
-
 /// How a shader uses binding `i` of its bind group.
 /// The buffer ranges one decode or copy pass binds, each a slice of its
 /// buffer whose offset meets the device's storage-offset alignment: the
@@ -291,6 +289,75 @@ pub(crate) fn grid(
 }
 
 /// Parses and validates a WGSL module with naga, as wgpu will (unit tests).
+/// Why a batch could not be recorded. Nothing is recorded when `encode`
+/// returns one of these.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Lz4EncodeError {
+    /// A binding's offset or size breaks the device's storage-binding rules.
+    #[error("{binding} binding at offset {offset}, {size} bytes: needs offset a multiple of {align}, size a non-zero multiple of 4, at most {max} bytes")]
+    Binding {
+        /// Which binding (input, descriptors, output, status).
+        binding: &'static str,
+        /// Its offset in its buffer.
+        offset: u64,
+        /// Its size.
+        size: u64,
+        /// The required offset alignment.
+        align: u64,
+        /// The largest storage binding the device allows.
+        max: u64,
+    },
+    /// The descriptor table or the status buffer is too small for the batch.
+    #[error("{what} holds {have} bytes, the batch of {blocks} blocks needs {needed}")]
+    TooSmall {
+        /// Which buffer.
+        what: &'static str,
+        /// Blocks in the batch.
+        blocks: u32,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes it has.
+        have: u64,
+    },
+    /// More blocks than a 2D dispatch can address.
+    #[error("{blocks} blocks exceed the {limit} one dispatch can address")]
+    TooManyBlocks {
+        /// Blocks in the batch.
+        blocks: u64,
+        /// The device's limit.
+        limit: u64,
+    },
+    /// A descriptor breaks the layout rules of [`Lz4BlockDesc`](crate::decode::Lz4BlockDesc).
+    #[error("block {block}: {reason}")]
+    BadDescriptor {
+        /// Index of the block in the batch.
+        block: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The v2 variants with 16-byte stores
+    /// ([`Lz4DecodePath::is_wide`](crate::decode::gpu::Lz4DecodePath::is_wide)) bind
+    /// the output as 16-byte units (for their vec4 stores), so the output
+    /// buffer's size must be a multiple of 16: the last bytes of any other
+    /// size could not be reached.
+    #[error("output buffer of {size} bytes: the {path} decoder binds it as 16-byte units, so its size must be a multiple of 16")]
+    OutputNotWholeUnits {
+        /// The variant's name ([`Lz4DecodePath::name`](crate::decode::gpu::Lz4DecodePath::name)).
+        path: &'static str,
+        /// The output buffer's size.
+        size: u64,
+    },
+    /// Two blocks' output ranges overlap.
+    #[error("blocks {first} and {second} write overlapping output ranges")]
+    Overlap {
+        /// The block with the lower output offset.
+        first: usize,
+        /// The other block.
+        second: usize,
+    },
+}
+
 #[cfg(test)]
 pub(crate) fn assert_wgsl_valid(source: &str) {
     let module = naga::front::wgsl::parse_str(source)

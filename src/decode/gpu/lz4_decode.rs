@@ -185,7 +185,11 @@ pub fn shader_source(path: Lz4DecodePath) -> String {
     } else {
         SHADER_OUTPUT_WORDS
     };
-    let mut source = format!("{SHADER_MAIN}\n{output}\n{tail}\n");
+    let preamble = crate::decode::gpu::preamble::Preamble {
+        codes: crate::decode::gpu::preamble::Codes::Lz4,
+        block_desc: true,
+    };
+    let mut source = preamble.with(&format!("{SHADER_MAIN}\n{output}\n{tail}\n"));
     if path.is_v2() {
         let window = if path.needs_subgroups() {
             SHADER_WINDOW_SUBGROUP
@@ -244,73 +248,7 @@ pub enum Lz4PipelineError {
     },
 }
 
-/// Why a batch could not be recorded. Nothing is recorded when `encode`
-/// returns one of these.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Lz4EncodeError {
-    /// A binding's offset or size breaks the device's storage-binding rules.
-    #[error("{binding} binding at offset {offset}, {size} bytes: needs offset a multiple of {align}, size a non-zero multiple of 4, at most {max} bytes")]
-    Binding {
-        /// Which binding (input, descriptors, output, status).
-        binding: &'static str,
-        /// Its offset in its buffer.
-        offset: u64,
-        /// Its size.
-        size: u64,
-        /// The required offset alignment.
-        align: u64,
-        /// The largest storage binding the device allows.
-        max: u64,
-    },
-    /// The descriptor table or the status buffer is too small for the batch.
-    #[error("{what} holds {have} bytes, the batch of {blocks} blocks needs {needed}")]
-    TooSmall {
-        /// Which buffer.
-        what: &'static str,
-        /// Blocks in the batch.
-        blocks: u32,
-        /// Bytes needed.
-        needed: u64,
-        /// Bytes it has.
-        have: u64,
-    },
-    /// More blocks than a 2D dispatch can address.
-    #[error("{blocks} blocks exceed the {limit} one dispatch can address")]
-    TooManyBlocks {
-        /// Blocks in the batch.
-        blocks: u64,
-        /// The device's limit.
-        limit: u64,
-    },
-    /// A descriptor breaks the layout rules of [`Lz4BlockDesc`].
-    #[error("block {block}: {reason}")]
-    BadDescriptor {
-        /// Index of the block in the batch.
-        block: usize,
-        /// What is wrong.
-        reason: &'static str,
-    },
-    /// The v2 variants with 16-byte stores ([`Lz4DecodePath::is_wide`]) bind
-    /// the output as 16-byte units (for their vec4 stores), so the output
-    /// buffer's size must be a multiple of 16: the last bytes of any other
-    /// size could not be reached.
-    #[error("output buffer of {size} bytes: the {path:?} decoder binds it as 16-byte units, so its size must be a multiple of 16")]
-    OutputNotWholeUnits {
-        /// The variant.
-        path: Lz4DecodePath,
-        /// The output buffer's size.
-        size: u64,
-    },
-    /// Two blocks' output ranges overlap.
-    #[error("blocks {first} and {second} write overlapping output ranges")]
-    Overlap {
-        /// The block with the lower output offset.
-        first: usize,
-        /// The other block.
-        second: usize,
-    },
-}
+pub use super::kernel::Lz4EncodeError;
 
 /// The compute pipeline decoding batches of LZ4 blocks on the GPU.
 pub struct Lz4DecodePipeline {
@@ -483,7 +421,7 @@ impl Lz4DecodePipeline {
         }
         if self.path.is_wide() && !output.size().is_multiple_of(16) {
             return Err(Lz4EncodeError::OutputNotWholeUnits {
-                path: self.path,
+                path: self.path.name(),
                 size: output.size(),
             });
         }
@@ -782,6 +720,19 @@ mod tests {
         for path in Lz4DecodePath::ALL {
             crate::decode::gpu::kernel::assert_wgsl_valid(&shader_source(path));
             assert_eq!(Lz4DecodePath::from_name(path.name()), Some(path));
+        }
+        for (name, body) in [
+            ("lz4_decode.wgsl", SHADER_MAIN),
+            ("lz4_decode_v2.wgsl", SHADER_V2),
+            ("lz4_decode_v2_pair.wgsl", SHADER_V2_PAIR),
+            ("lz4_tail_portable.wgsl", SHADER_TAIL_PORTABLE),
+            ("lz4_tail_subgroup.wgsl", SHADER_TAIL_SUBGROUP),
+            ("lz4_output_words.wgsl", SHADER_OUTPUT_WORDS),
+            ("lz4_output_quads.wgsl", SHADER_OUTPUT_QUADS),
+            ("lz4_window_portable.wgsl", SHADER_WINDOW_PORTABLE),
+            ("lz4_window_subgroup.wgsl", SHADER_WINDOW_SUBGROUP),
+        ] {
+            crate::decode::gpu::preamble::assert_takes_preamble(name, body);
         }
     }
 

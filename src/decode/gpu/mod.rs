@@ -2,6 +2,7 @@
 //! memory into GPU buffers.
 
 pub(crate) mod kernel;
+pub(crate) mod preamble;
 pub use kernel::PassBindings;
 pub mod lz4_decode;
 

@@ -12,8 +12,18 @@ use crate::decode::gpu::kernel::{
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 use crate::decode::Lz4BlockDesc;
 
-/// The shader's WGSL source.
+/// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/stored_copy.wgsl");
+
+/// What the pipeline compiles: [`SHADER`] after the preamble of status
+/// codes, limits and the block descriptor written from the Rust constants.
+pub fn source() -> String {
+    crate::decode::gpu::preamble::Preamble {
+        codes: crate::decode::gpu::preamble::Codes::Lz4,
+        block_desc: true,
+    }
+    .with(SHADER)
+}
 
 /// The compute pipeline copying batches of stored blocks on the GPU.
 pub struct StoredCopyPipeline {
@@ -29,7 +39,7 @@ impl StoredCopyPipeline {
         let kernel = Kernel::new(
             device,
             "stored_copy",
-            SHADER,
+            &source(),
             "stored_copy",
             &[Read, Read, ReadWrite, ReadWrite, Uniform, ReadWrite],
             &[("WG", WORKGROUP_SIZE as f64)],
@@ -185,7 +195,8 @@ mod tests {
 
     #[test]
     fn shader_validates() {
-        crate::decode::gpu::kernel::assert_wgsl_valid(SHADER);
+        crate::decode::gpu::kernel::assert_wgsl_valid(&source());
+        crate::decode::gpu::preamble::assert_takes_preamble("stored_copy.wgsl", SHADER);
     }
 
     #[test]
