@@ -793,6 +793,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "gdeflate-encode")]
     fn through_the_codec_type() {
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         let src = sample(3, 65536, &mut rng);

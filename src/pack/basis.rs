@@ -102,7 +102,7 @@ fn read_dfd(path: &Path, bytes: &[u8], layout: &Ktx2Layout) -> Result<BasisDfd, 
 }
 
 /// Reads a Basis Universal KTX2 file (vkFormat 0) and transcodes it (see
-/// [`transcode_ktx2`] for `bc1`). `path` names the file in errors.
+/// `transcode_ktx2` for `bc1`). `path` names the file in errors.
 pub fn read_basis_ktx2(path: &Path, bytes: &[u8], bc1: bool) -> Result<BasisTexture, PackError> {
     let layout = super::ktx2::parse_layout(path, bytes)?;
     if layout.vk_format != 0 {

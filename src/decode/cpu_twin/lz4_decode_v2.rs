@@ -1,7 +1,7 @@
 //! Twin of `shaders/lz4_decode_v2.wgsl` (entry point `lz4_decode_v2`): one
 //! block decoded the way one workgroup of the v2 shader decodes it, with the
 //! same header window and the same barrier decisions. Its steps
-//! ([`BlockDecoder`]) also drive the twin of the pair entry point
+//! (`BlockDecoder`) also drive the twin of the pair entry point
 //! (`lz4_decode_v2_pair`).
 //!
 //! The window is modelled as the words the subgroup's lanes hold: header

@@ -7,7 +7,7 @@
 //! not matter); what the turns change is how many barriers run: a barrier
 //! one block needs orders every block's stores, so the others' next passes
 //! may need none. [`lz4_decode_v2_group`] counts them, and the tests below
-//! hold its outputs and status words to [`lz4_decode_v2`](super::lz4_decode_v2).
+//! hold its outputs and status words to [`lz4_decode_v2`](super::lz4_decode_v2::lz4_decode_v2).
 
 use super::lz4_decode_v2::{BlockDecoder, Lz4DecodeCounts};
 use crate::decode::Lz4BlockDesc;

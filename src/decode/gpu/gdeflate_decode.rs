@@ -3,7 +3,7 @@
 //! GPU, one 32-lane workgroup per page, from the input binding into the
 //! output binding (linear, or rows padded for `copy_buffer_to_texture`),
 //! with one status word per page in the
-//! [`GDeflateStatus`](crate::decode::GDeflateStatus) format.
+//! [`GDeflateStatus`] format.
 
 use crate::decode::cpu_twin::gdeflate_decode::LANES;
 use crate::decode::gpu::kernel::{
@@ -50,7 +50,7 @@ impl GDeflateDecodePipeline {
     /// descriptor `i` of `bindings.descs` (an [`Lz4BlockDesc`]: `src_size`
     /// bytes of one GDeflate page at `src_offset` of the input decode to
     /// `dst_size` bytes at `dst_offset` of the output), and status word `i`
-    /// gets its [`GDeflateStatus`](crate::decode::GDeflateStatus) word.
+    /// gets its [`GDeflateStatus`] word.
     ///
     /// The shader checks every descriptor against the bindings and every
     /// read and write against the page's own ranges; the caller promises
