@@ -14,7 +14,7 @@
 //! storage-binding limit are skipped).
 
 use gpustream::decode::gpu::{
-    read_buffer, BlockCheckDesc, Crc32cPipeline, Lz4Status, StoredCopyPipeline,
+    read_buffer, BlockCheckDesc, BlockPass, Crc32cPipeline, Lz4Status, StoredCopyPipeline,
 };
 use gpustream::decode::Lz4BlockDesc;
 use gpustream::gpu::{open_device, GpuContext};

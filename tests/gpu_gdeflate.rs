@@ -14,7 +14,7 @@ use common::test_device;
 use gdeflate::CompressionLevel;
 use gpustream::decode::cpu_twin::gdeflate_decode;
 use gpustream::decode::gpu::{
-    read_buffer, validate_gdeflate_descs, GDeflateDecodePipeline, PassBindings,
+    read_buffer, validate_gdeflate_descs, BlockPass, GDeflateDecodePipeline, PassBindings,
 };
 use gpustream::decode::{GDeflateStatus, Lz4BlockDesc};
 use gpustream::gpu::GpuContext;
@@ -267,6 +267,7 @@ fn run_gpu(
             &mut encoder,
             PassBindings::whole(input.slice(..), &table, &output, &status),
             descs.len() as u32,
+            None,
         )
         .expect("encode");
     encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, out_len);

@@ -10,7 +10,7 @@ mod common;
 
 use common::lz4_batch::Lz4Batch;
 use common::test_device;
-use gpustream::decode::gpu::{Lz4DecodePath, Lz4DecodePipeline, Lz4EncodeError};
+use gpustream::decode::gpu::{BlockPass, Lz4DecodePath, Lz4DecodePipeline, Lz4EncodeError};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
 use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};

@@ -9,7 +9,7 @@
 mod common;
 
 use common::test_device;
-use gpustream::decode::gpu::{read_buffer, validate_stored_descs, StoredCopyPipeline};
+use gpustream::decode::gpu::{read_buffer, validate_stored_descs, BlockPass, StoredCopyPipeline};
 use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
 use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};

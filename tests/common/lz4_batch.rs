@@ -7,6 +7,7 @@ use gpustream::decode::cpu_twin::{
     lz4_decode, lz4_decode_v2_counted, lz4_decode_v2_group, Lz4DecodeCounts,
 };
 use gpustream::decode::gpu::lz4_decode::{read_buffer, Lz4DecodePipeline, Lz4EncodeError};
+use gpustream::decode::gpu::BlockPass;
 use gpustream::decode::Lz4BlockDesc;
 use gpustream::gpu::GpuContext;
 use wgpu::util::DeviceExt;

@@ -7,7 +7,7 @@
 
 use crate::decode::cpu_twin::gdeflate_decode::LANES;
 use crate::decode::gpu::kernel::{
-    check_batch, slice_binding, uniform, upload_table, Access, Kernel, PassBindings,
+    check_batch, slice_binding, uniform, upload_table, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 use crate::decode::{GDeflateStatus, Lz4BlockDesc};
@@ -46,24 +46,53 @@ impl GDeflateDecodePipeline {
         Self { kernel }
     }
 
-    /// Records one dispatch over `block_count` pages: page `i` is
-    /// descriptor `i` of `bindings.descs` (an [`Lz4BlockDesc`]: `src_size`
-    /// bytes of one GDeflate page at `src_offset` of the input decode to
-    /// `dst_size` bytes at `dst_offset` of the output), and status word `i`
-    /// gets its [`GDeflateStatus`] word.
-    ///
-    /// The shader checks every descriptor against the bindings and every
-    /// read and write against the page's own ranges; the caller promises
-    /// that the pages' output ranges are disjoint (checked on the CPU by
-    /// [`validate_gdeflate_descs`], as [`Self::encode_blocks`] does). A
-    /// page's output words are zeroed before it is decoded, the last partial
-    /// word included, whatever the page holds.
-    pub fn encode_in(
+    /// Checks `descs` with [`validate_gdeflate_descs`], uploads them and
+    /// records the dispatch over all of `output` and `status` (see
+    /// [`Self::encode_in`]).
+    pub fn encode_blocks(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        input: wgpu::BufferSlice<'_>,
+        descs: &[Lz4BlockDesc],
+        output: &wgpu::Buffer,
+        status: &wgpu::Buffer,
+    ) -> Result<(), Lz4EncodeError> {
+        if descs.is_empty() {
+            return Ok(());
+        }
+        validate_gdeflate_descs(descs, input.size(), output.size())?;
+        let (table, count) = upload_table(device, "gdeflate_decode descriptors", descs)?;
+        self.encode_in(
+            device,
+            encoder,
+            PassBindings::whole(input, &table, output, status),
+            count,
+            None,
+        )
+    }
+}
+
+/// Records one dispatch over `block_count` pages: page `i` is
+/// descriptor `i` of `bindings.descs` (an [`Lz4BlockDesc`]: `src_size`
+/// bytes of one GDeflate page at `src_offset` of the input decode to
+/// `dst_size` bytes at `dst_offset` of the output), and status word `i`
+/// gets its [`GDeflateStatus`] word.
+///
+/// The shader checks every descriptor against the bindings and every
+/// read and write against the page's own ranges; the caller promises
+/// that the pages' output ranges are disjoint (checked on the CPU by
+/// [`validate_gdeflate_descs`], as [`Self::encode_blocks`] does). A
+/// page's output words are zeroed before it is decoded, the last partial
+/// word included, whatever the page holds.
+impl BlockPass for GDeflateDecodePipeline {
+    fn encode_in(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         bindings: PassBindings<'_>,
         block_count: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<(), Lz4EncodeError> {
         let PassBindings {
             input,
@@ -104,34 +133,9 @@ impl GDeflateDecodePipeline {
                 params.as_entire_binding(),
             ],
             (grid_x, grid_y),
-            None,
+            timestamp_writes,
         );
         Ok(())
-    }
-
-    /// Checks `descs` with [`validate_gdeflate_descs`], uploads them and
-    /// records the dispatch over all of `output` and `status` (see
-    /// [`Self::encode_in`]).
-    pub fn encode_blocks(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        input: wgpu::BufferSlice<'_>,
-        descs: &[Lz4BlockDesc],
-        output: &wgpu::Buffer,
-        status: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
-        if descs.is_empty() {
-            return Ok(());
-        }
-        validate_gdeflate_descs(descs, input.size(), output.size())?;
-        let (table, count) = upload_table(device, "gdeflate_decode descriptors", descs)?;
-        self.encode_in(
-            device,
-            encoder,
-            PassBindings::whole(input, &table, output, status),
-            count,
-        )
     }
 }
 
@@ -217,6 +221,7 @@ pub fn decode_pages(
                 &status,
             ),
             batch.len() as u32,
+            None,
         );
         let bytes = recorded.ok().and_then(|()| {
             encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, out_len);

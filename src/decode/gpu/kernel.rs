@@ -1,7 +1,8 @@
-//! What the three GPU passes (LZ4 decode, stored copy, crc32c) share: a
-//! compute pipeline over one bind group of buffers, the checks every batch
-//! passes before it is recorded, and the pass that binds the buffers and
-//! dispatches one workgroup per block on a 2D grid.
+//! What the GPU passes share: a compute pipeline over one bind group of
+//! buffers, the checks every batch passes before it is recorded, the pass
+//! that binds the buffers and dispatches one workgroup per block on a 2D
+//! grid, and [`BlockPass`], the recording interface of the passes over
+//! block descriptors.
 
 /// How a shader uses binding `i` of its bind group.
 /// The buffer ranges one decode or copy pass binds, each a slice of its
@@ -35,6 +36,63 @@ impl<'a> PassBindings<'a> {
             output: output.slice(..),
             status: status.slice(..),
         }
+    }
+}
+
+/// A pass that decodes or copies a batch of blocks described by
+/// [`Lz4BlockDesc`](crate::decode::Lz4BlockDesc)s over one
+/// [`PassBindings`]: the LZ4 decoder, the GDeflate decoder and the
+/// stored-copy pass. A pipeline writes [`Self::encode_in`]; recording over
+/// whole buffers, with or without GPU timestamps, comes with it.
+pub trait BlockPass {
+    /// Records one dispatch over `block_count` blocks: block `i` is
+    /// descriptor `i` of `bindings.descs`, writes its output range of
+    /// `bindings.output` and status word `i` of `bindings.status`. Slices
+    /// must start at the device's storage-offset alignment; each
+    /// pipeline's docs say what else it checks. `timestamp_writes` (needs
+    /// `Features::TIMESTAMP_QUERY`) times the pass, for benches. Nothing is
+    /// recorded when it returns an error.
+    fn encode_in(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        bindings: PassBindings<'_>,
+        block_count: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) -> Result<(), Lz4EncodeError>;
+
+    /// [`Self::encode_in`] over whole buffers (`input` as given), with GPU
+    /// timestamps written at the start and end of the pass.
+    #[allow(clippy::too_many_arguments)]
+    fn encode_timed(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        input: wgpu::BufferSlice<'_>,
+        descs: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        status: &wgpu::Buffer,
+        block_count: u32,
+        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) -> Result<(), Lz4EncodeError> {
+        let bindings = PassBindings::whole(input, descs, output, status);
+        self.encode_in(device, encoder, bindings, block_count, timestamp_writes)
+    }
+
+    /// [`Self::encode_in`] over whole buffers (`input` as given), untimed.
+    #[allow(clippy::too_many_arguments)]
+    fn encode(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        input: wgpu::BufferSlice<'_>,
+        descs: &wgpu::Buffer,
+        output: &wgpu::Buffer,
+        status: &wgpu::Buffer,
+        block_count: u32,
+    ) -> Result<(), Lz4EncodeError> {
+        let bindings = PassBindings::whole(input, descs, output, status);
+        self.encode_in(device, encoder, bindings, block_count, None)
     }
 }
 

@@ -6,7 +6,8 @@
 //! block, a status word per block.
 
 use crate::decode::gpu::kernel::{
-    self, check_batch, slice_binding, uniform, upload_table, Access, Kernel, PassBindings,
+    self, check_batch, slice_binding, uniform, upload_table, Access, BlockPass, Kernel,
+    PassBindings,
 };
 use crate::decode::{Lz4BlockDesc, Lz4Status};
 use crate::gpu::GpuContext;
@@ -339,70 +340,34 @@ impl Lz4DecodePipeline {
         self.window_words
     }
 
-    /// Records one dispatch decoding `block_count` blocks.
-    ///
-    /// `input` is the range of staging memory the descriptors' `src_offset`
-    /// count from (its offset must meet the device's storage-offset
-    /// alignment, its size be a multiple of 4); `output`'s size must be a
-    /// multiple of 4, and of 16 for the v2 variants with 16-byte stores
-    /// ([`Lz4EncodeError::OutputNotWholeUnits`]); `descs` holds at least
-    /// `block_count` [`Lz4BlockDesc`]s; block `i` writes its output range of
-    /// `output` and the status word `i` of `status` (see
-    /// [`Lz4Status::from_word`]). Clear `status` to 0 first if you want to
-    /// tell blocks that never ran ([`Lz4Status::NotRun`]).
-    ///
-    /// The shader checks every descriptor against the bound buffers; the
-    /// caller promises that the blocks' output ranges are disjoint (use
-    /// [`validate_descs`] when the table comes from the CPU, as
-    /// [`Self::encode_blocks`] does).
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode(
+    /// Checks `descs` with [`validate_descs`], uploads them as the
+    /// descriptor table and records the dispatch (see [`Self::encode`]).
+    pub fn encode_blocks(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         input: wgpu::BufferSlice<'_>,
-        descs: &wgpu::Buffer,
+        descs: &[Lz4BlockDesc],
         output: &wgpu::Buffer,
         status: &wgpu::Buffer,
-        block_count: u32,
     ) -> Result<(), Lz4EncodeError> {
-        self.encode_timed(
-            device,
-            encoder,
-            input,
-            descs,
-            output,
-            status,
-            block_count,
-            None,
-        )
+        if descs.is_empty() {
+            return Ok(());
+        }
+        validate_descs(descs, input.size(), output.size())?;
+        let (table, count) = upload_table(device, "lz4_decode descriptors", descs)?;
+        self.encode(device, encoder, input, &table, output, status, count)
     }
+}
 
-    /// [`Self::encode`] with GPU timestamps written at the start and end of
-    /// the decode pass (needs `Features::TIMESTAMP_QUERY`); for benches.
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode_timed(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        input: wgpu::BufferSlice<'_>,
-        descs: &wgpu::Buffer,
-        output: &wgpu::Buffer,
-        status: &wgpu::Buffer,
-        block_count: u32,
-        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError> {
-        let bindings = PassBindings::whole(input, descs, output, status);
-        self.encode_in(device, encoder, bindings, block_count, timestamp_writes)
-    }
-
-    /// [`Self::encode_timed`] over ranges of buffers: the descriptor table,
-    /// output and status words of the pass are `bindings`' slices (offsets
-    /// on the device's storage-offset alignment), so one set of tables can
-    /// feed several passes, each writing its own output buffer. Descriptor
-    /// `dst_offset`s count from the output slice's start; block `i` is the
-    /// slice's `i`th descriptor and writes its `i`th status word.
-    pub fn encode_in(
+/// [`Self::encode_timed`] over ranges of buffers: the descriptor table,
+/// output and status words of the pass are `bindings`' slices (offsets
+/// on the device's storage-offset alignment), so one set of tables can
+/// feed several passes, each writing its own output buffer. Descriptor
+/// `dst_offset`s count from the output slice's start; block `i` is the
+/// slice's `i`th descriptor and writes its `i`th status word.
+impl BlockPass for Lz4DecodePipeline {
+    fn encode_in(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
@@ -458,25 +423,6 @@ impl Lz4DecodePipeline {
             timestamp_writes,
         );
         Ok(())
-    }
-
-    /// Checks `descs` with [`validate_descs`], uploads them as the
-    /// descriptor table and records the dispatch (see [`Self::encode`]).
-    pub fn encode_blocks(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        input: wgpu::BufferSlice<'_>,
-        descs: &[Lz4BlockDesc],
-        output: &wgpu::Buffer,
-        status: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
-        if descs.is_empty() {
-            return Ok(());
-        }
-        validate_descs(descs, input.size(), output.size())?;
-        let (table, count) = upload_table(device, "lz4_decode descriptors", descs)?;
-        self.encode(device, encoder, input, &table, output, status, count)
     }
 }
 

@@ -3,7 +3,7 @@
 
 pub(crate) mod kernel;
 pub(crate) mod preamble;
-pub use kernel::PassBindings;
+pub use kernel::{BlockPass, PassBindings};
 pub mod lz4_decode;
 
 pub use crate::decode::{Lz4BlockDesc, Lz4Status};

@@ -7,7 +7,7 @@
 
 use crate::decode::cpu_twin::stored_copy::WORKGROUP_SIZE;
 use crate::decode::gpu::kernel::{
-    check_batch, slice_binding, uniform, upload_table, Access, Kernel, PassBindings,
+    check_batch, slice_binding, uniform, upload_table, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 use crate::decode::Lz4BlockDesc;
@@ -47,66 +47,31 @@ impl StoredCopyPipeline {
         Self { kernel }
     }
 
-    /// Records one dispatch copying `block_count` stored blocks.
-    ///
-    /// `input` is the range the descriptors' `src_offset` count from (its
-    /// offset must meet the device's storage-offset alignment, its size be a
-    /// multiple of 4); `descs` holds at least `block_count`
-    /// [`Lz4BlockDesc`]s with `src_size == dst_size`; block `i` writes its
-    /// output range of `output` (bound whole, twice: as words and as 16-byte
-    /// units) and status word `i` of `status` (`Lz4Status::Ok` or
-    /// `Lz4Status::BadDescriptor`; clear it to 0 first to tell blocks that
-    /// never ran).
-    ///
-    /// The shader checks every descriptor against the bound buffers; the
-    /// caller promises that the blocks' output ranges are disjoint (use
-    /// [`validate_stored_descs`] when the table comes from the CPU, as
-    /// [`Self::encode_blocks`] does).
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode(
+    /// Checks `descs` with [`validate_stored_descs`], uploads them as the
+    /// descriptor table and records the dispatch (see [`Self::encode`]).
+    pub fn encode_blocks(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         input: wgpu::BufferSlice<'_>,
-        descs: &wgpu::Buffer,
+        descs: &[Lz4BlockDesc],
         output: &wgpu::Buffer,
         status: &wgpu::Buffer,
-        block_count: u32,
     ) -> Result<(), Lz4EncodeError> {
-        self.encode_timed(
-            device,
-            encoder,
-            input,
-            descs,
-            output,
-            status,
-            block_count,
-            None,
-        )
+        if descs.is_empty() {
+            return Ok(());
+        }
+        validate_stored_descs(descs, input.size(), output.size())?;
+        let (table, count) = upload_table(device, "stored_copy descriptors", descs)?;
+        self.encode(device, encoder, input, &table, output, status, count)
     }
+}
 
-    /// [`Self::encode`] with GPU timestamps written at the start and end of
-    /// the pass (needs `Features::TIMESTAMP_QUERY`); for benches.
-    #[allow(clippy::too_many_arguments)]
-    pub fn encode_timed(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        input: wgpu::BufferSlice<'_>,
-        descs: &wgpu::Buffer,
-        output: &wgpu::Buffer,
-        status: &wgpu::Buffer,
-        block_count: u32,
-        timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError> {
-        let bindings = PassBindings::whole(input, descs, output, status);
-        self.encode_in(device, encoder, bindings, block_count, timestamp_writes)
-    }
-
-    /// [`Self::encode_timed`] over ranges of buffers (see
-    /// [`crate::decode::gpu::Lz4DecodePipeline::encode_in`]): the output
-    /// slice is bound as words and as 16-byte units alike.
-    pub fn encode_in(
+/// [`Self::encode_timed`] over ranges of buffers (see
+/// [`crate::decode::gpu::Lz4DecodePipeline::encode_in`]): the output
+/// slice is bound as words and as 16-byte units alike.
+impl BlockPass for StoredCopyPipeline {
+    fn encode_in(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
@@ -150,25 +115,6 @@ impl StoredCopyPipeline {
             timestamp_writes,
         );
         Ok(())
-    }
-
-    /// Checks `descs` with [`validate_stored_descs`], uploads them as the
-    /// descriptor table and records the dispatch (see [`Self::encode`]).
-    pub fn encode_blocks(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        input: wgpu::BufferSlice<'_>,
-        descs: &[Lz4BlockDesc],
-        output: &wgpu::Buffer,
-        status: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
-        if descs.is_empty() {
-            return Ok(());
-        }
-        validate_stored_descs(descs, input.size(), output.size())?;
-        let (table, count) = upload_table(device, "stored_copy descriptors", descs)?;
-        self.encode(device, encoder, input, &table, output, status, count)
     }
 }
 

@@ -28,7 +28,7 @@
 //! again).
 
 use crate::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
-use crate::decode::gpu::PassBindings;
+use crate::decode::gpu::{BlockPass, PassBindings};
 use crate::decode::Lz4BlockDesc;
 
 use super::flush::Recorded;

@@ -7,7 +7,7 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use crate::decode::gpu::{BlockCheckDesc, Lz4BlockDesc, PassBindings};
+use crate::decode::gpu::{BlockCheckDesc, BlockPass, Lz4BlockDesc, PassBindings};
 use crate::decode::Lz4Status;
 use crate::destinations::gpu_copies::{
     plan_outputs, record_copies, DirectRule, MipsTouched, OutputPlan, PartDest,
@@ -350,7 +350,7 @@ impl GpuBatcher {
                 rec.copy_passes += 1;
             } else if let Some(p) = &self.gdeflate {
                 let b = bind(&res.gdeflate_descs, &res.status[table::GDEFLATE], run);
-                let _ = p.encode_in(&self.device, enc, b, run.len() as u32);
+                let _ = p.encode_in(&self.device, enc, b, run.len() as u32, None);
                 rec.gdeflate_passes += 1;
             }
             let run = &laid.stored_runs[t];

@@ -81,7 +81,7 @@ pub(super) fn blob(
             },
         ));
     }
-    if matches!(req.destination, Destination::Buffer { .. }) && r.start % 4 != 0 {
+    if matches!(req.destination, Destination::Buffer { .. }) && !r.start.is_multiple_of(4) {
         return Err(RequestError::BadBuffer(BufferProblem::UnalignedRange {
             start: r.start,
         }));
