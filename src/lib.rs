@@ -6,7 +6,7 @@
 //! `pack` (the on-disk format) -> `io` (bytes off the disk) -> `staging`
 //! (bytes into GPU-visible memory) -> `decode` (CPU or GPU) -> `destinations`
 //! (memory, buffers, textures) -> `completion` (fences, status arrays).
-//! [`codec`] holds the per-block codecs every stage shares, and [`gpu`] the
+//! [`codec`] holds the per-block codecs every stage shares, and `gpu` the
 //! adapter plumbing. [`prelude`] has what a program needs in one `use`.
 //!
 //! With default features off (`default-features = false`), the crate is the
@@ -26,11 +26,26 @@ struct ReadmeDoctests;
 #[doc = include_str!("../docs/runtime.md")]
 struct RuntimeDocDoctests;
 
+/// A module public with the `tools` feature (the CLI, the tests and the
+/// benches use it) and crate-private without, so that an engine building
+/// the library alone (`default-features = false`) sees only the streaming
+/// API (`docs/public-api.txt` lists it).
+macro_rules! tools_pub_mod {
+    ($name:ident) => {
+        #[cfg(feature = "tools")]
+        pub mod $name;
+        #[cfg(not(feature = "tools"))]
+        #[allow(dead_code, unused_imports)]
+        pub(crate) mod $name;
+    };
+}
+pub(crate) use tools_pub_mod;
+
 pub mod codec;
 pub mod completion;
 pub mod decode;
 pub mod destinations;
-pub mod gpu;
+tools_pub_mod!(gpu);
 pub mod io;
 pub mod pack;
 pub mod prelude;

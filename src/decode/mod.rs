@@ -1,5 +1,5 @@
 //! Decoding blocks: the GPU LZ4 decoder ([`gpu`]) and its Rust twin
-//! ([`cpu_twin`]), which share the block descriptor and the status codes
+//! (`cpu_twin`), which share the block descriptor and the status codes
 //! defined here.
 //!
 //! The shader `shaders/lz4_decode.wgsl`, the twin
@@ -7,7 +7,7 @@
 //! same name and the same loop structure; the twin is the executable spec the
 //! tests hold the shader to.
 
-pub mod cpu_twin;
+crate::tools_pub_mod!(cpu_twin);
 pub mod gdeflate_status;
 pub mod gpu;
 

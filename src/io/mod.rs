@@ -9,7 +9,7 @@
 //! - One worker per physical disk sorts pending reads by their FIEMAP
 //!   position and serves priorities by an aging rule (see `sched.rs` and
 //!   docs/io.md), keeping up to the queue depth in flight.
-//! - [`plan_reads`] coalesces nearby ranges, [`align_range`] rounds a range
+//! - `plan_reads` coalesces nearby ranges, [`align_range`] rounds a range
 //!   to the direct-I/O alignment.
 //! - [`FaultConfig`] wraps either backend in a seeded fault injector.
 //!
@@ -21,10 +21,10 @@
 
 mod backend;
 mod buf;
-pub mod device;
+crate::tools_pub_mod!(device);
 mod error;
 mod fault;
-pub mod fiemap;
+crate::tools_pub_mod!(fiemap);
 mod file;
 mod mapping;
 mod plan;
@@ -40,11 +40,18 @@ use std::thread::JoinHandle;
 use crossbeam::channel::{self, Sender};
 
 pub use buf::{AlignedBuf, DEFAULT_BUF_ALIGN};
+#[cfg(feature = "tools")]
 pub use device::DeviceId;
 pub use error::IoError;
 pub use fault::FaultConfig;
 pub use file::{IoFile, OpenMode, PhysKey};
-pub use plan::{align_range, plan_reads, ReadRun, RunPart};
+pub use plan::align_range;
+// The read planner and scheduler, for the tools' experiments and tests.
+#[cfg(not(feature = "tools"))]
+pub(crate) use plan::plan_reads;
+#[cfg(feature = "tools")]
+pub use plan::{plan_reads, ReadRun, RunPart};
+#[cfg(feature = "tools")]
 pub use sched::AGE_STEP;
 
 use backend::{Backend, Counters};
@@ -64,7 +71,7 @@ pub enum BackendKind {
 }
 
 /// Request priority. Higher classes go first; lower ones age into higher
-/// ones so they are never starved (see [`AGE_STEP`]).
+/// ones so they are never starved (see `AGE_STEP`).
 #[derive(
     Debug,
     Clone,
@@ -431,7 +438,7 @@ impl IoEngine {
     }
 
     /// Reads each `(offset, len)` range of `file` into engine-owned memory:
-    /// ranges are coalesced by [`plan_reads`] (bounded by `max_read` and
+    /// ranges are coalesced by `plan_reads` (bounded by `max_read` and
     /// `max_overread`), each run is read once, aligned for O_DIRECT, and
     /// every range gets its slice of it. A slice is shorter than asked
     /// where the file ends. Blocks until all ranges are done.

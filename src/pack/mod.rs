@@ -13,7 +13,7 @@ use std::ops::Range;
 
 pub mod condition;
 #[cfg(feature = "tools")]
-pub mod demo;
+crate::tools_pub_mod!(demo);
 mod error;
 pub mod format;
 #[cfg(feature = "tools")]

@@ -28,7 +28,7 @@ pub mod check_code {
     /// The stored bytes match the expected checksum (as `Lz4Status`'s OK).
     pub const OK: u32 = 1;
     /// The range lies outside the input binding or exceeds
-    /// [`MAX_CHECK_SIZE`](super::MAX_CHECK_SIZE) (as `Lz4Status`'s
+    /// `MAX_CHECK_SIZE` (as `Lz4Status`'s
     /// BAD_DESCRIPTOR).
     pub const BAD_DESCRIPTOR: u32 = 2;
     /// The stored bytes' checksum differs from the expected one; a code the

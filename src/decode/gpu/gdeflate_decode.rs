@@ -3,14 +3,16 @@
 //! GPU, one 32-lane workgroup per page, from the input binding into the
 //! output binding (linear, or rows padded for `copy_buffer_to_texture`),
 //! with one status word per page in the
-//! [`GDeflateStatus`] format.
+//! [GDeflate status](crate::decode::GDeflateStatus) format.
 
 use crate::decode::cpu_twin::gdeflate_decode::LANES;
 use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, upload_table, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
-use crate::decode::{GDeflateStatus, Lz4BlockDesc};
+#[cfg(feature = "tools")]
+use crate::decode::GDeflateStatus;
+use crate::decode::Lz4BlockDesc;
 
 /// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/gdeflate_decode.wgsl");
@@ -77,7 +79,7 @@ impl GDeflateDecodePipeline {
 /// descriptor `i` of `bindings.descs` (an [`Lz4BlockDesc`]: `src_size`
 /// bytes of one GDeflate page at `src_offset` of the input decode to
 /// `dst_size` bytes at `dst_offset` of the output), and status word `i`
-/// gets its [`GDeflateStatus`] word.
+/// gets its [GDeflate status](crate::decode::GDeflateStatus) word.
 ///
 /// The shader checks every descriptor against the bindings and every
 /// read and write against the page's own ranges; the caller promises
@@ -155,6 +157,7 @@ pub fn validate_gdeflate_descs(
 /// Decodes `pages` (each a GDeflate page and its declared size) on the GPU,
 /// 256 pages a dispatch, and reads the output back: for `gpustream verify
 /// --gpu` and the tests. A page the shader flags comes back as its status.
+#[cfg(feature = "tools")]
 pub fn decode_pages(
     ctx: &crate::gpu::GpuContext,
     pipeline: &GDeflateDecodePipeline,
@@ -251,6 +254,7 @@ pub fn decode_pages(
 }
 
 /// A descriptor table in a storage buffer.
+#[cfg(feature = "tools")]
 fn upload(device: &wgpu::Device, descs: &[Lz4BlockDesc]) -> wgpu::Buffer {
     use wgpu::util::DeviceExt;
     device.create_buffer_init(&wgpu::util::BufferInitDescriptor {

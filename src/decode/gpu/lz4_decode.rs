@@ -9,8 +9,12 @@ use crate::decode::gpu::kernel::{
     self, check_batch, slice_binding, uniform, upload_table, Access, BlockPass, Kernel,
     PassBindings,
 };
-use crate::decode::{Lz4BlockDesc, Lz4Status};
+use crate::decode::Lz4BlockDesc;
+#[cfg(feature = "tools")]
+use crate::decode::Lz4Status;
+#[cfg(feature = "tools")]
 use crate::gpu::GpuContext;
+#[cfg(feature = "tools")]
 use wgpu::util::DeviceExt;
 
 const SHADER_MAIN: &str = include_str!("../../../shaders/lz4_decode.wgsl");
@@ -501,6 +505,7 @@ pub fn validate_descs(
 /// device's binding limits allow; for tools (`verify --gpu`) and benches.
 /// The result for each block is its bytes or the status the shader
 /// reported.
+#[cfg(feature = "tools")]
 pub fn decode_blocks_on_gpu(
     ctx: &GpuContext,
     blocks: &[(&[u8], usize)],
@@ -510,6 +515,7 @@ pub fn decode_blocks_on_gpu(
 }
 
 /// [`decode_blocks_on_gpu`] with a given pipeline.
+#[cfg(feature = "tools")]
 pub fn decode_blocks_with(
     ctx: &GpuContext,
     pipeline: &Lz4DecodePipeline,
@@ -542,6 +548,7 @@ pub fn decode_blocks_with(
     results
 }
 
+#[cfg(feature = "tools")]
 fn decode_batch(
     ctx: &GpuContext,
     pipeline: &Lz4DecodePipeline,

@@ -7,9 +7,11 @@ pub use kernel::{BlockPass, PassBindings};
 pub mod lz4_decode;
 
 pub use crate::decode::{Lz4BlockDesc, Lz4Status};
+#[cfg(feature = "tools")]
+pub use lz4_decode::{decode_blocks_on_gpu, decode_blocks_with};
 pub use lz4_decode::{
-    decode_blocks_on_gpu, decode_blocks_with, default_path, read_buffer, validate_descs,
-    Lz4DecodePath, Lz4DecodePipeline, Lz4EncodeError, Lz4PipelineError,
+    default_path, read_buffer, validate_descs, Lz4DecodePath, Lz4DecodePipeline, Lz4EncodeError,
+    Lz4PipelineError,
 };
 pub mod stored_copy;
 pub use stored_copy::{validate_stored_descs, StoredCopyPipeline};

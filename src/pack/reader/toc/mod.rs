@@ -1,0 +1,133 @@
+//! Validating a pack's table of contents: `Pack::parse`, which checks the
+//! header, every block entry (sizes, codecs, offsets inside the data
+//! region, the sector rule), every asset entry and its name, texture
+//! layouts, and the sub-block table, so that every later lookup on a
+//! `Pack` is plain indexing. Split from `reader.rs`, which keeps the
+//! lookups and the block readers.
+//!
+//! `parse` runs its steps in this order, and the order is part of the
+//! behaviour: for a file with several faults, the first step that finds
+//! one names it.
+//!
+//! 1. `header`: magic, version, header checksum, flags, and that the
+//!    data region and the table of contents tile the file.
+//! 2. `read_checked`: the table of contents itself and its checksum.
+//! 3. `blocks`: every block entry, then the sub-block table.
+//! 4. `assets`: every asset entry (its name, source, block range) and,
+//!    through `kinds`, what a blob or a texture asks of its blocks.
+//! 5. `Toc::check_all_used`: the names fill the name table and the
+//!    assets own every block.
+//!
+//! The table of contents is laid out as block entries, asset entries,
+//! sub-block entries, then the names; `Toc` knows where each starts.
+
+mod assets;
+mod blocks;
+mod header;
+mod kinds;
+
+use super::super::format::{Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
+use super::super::sub_blocks::SUB_ENTRY_LEN;
+use super::super::PackError;
+use super::{corrupt, Pack};
+use std::path::{Path, PathBuf};
+
+/// The table of contents of one file (its checksum already checked, its
+/// entries not yet), with what every step needs to name a place in an
+/// error: the file's path and its header (for the table's offset in the
+/// file).
+struct Toc<'a> {
+    path: &'a Path,
+    hd: Header,
+    bytes: &'a [u8],
+}
+
+impl Toc<'_> {
+    /// A `PackError::Corrupt` naming this file.
+    fn corrupt(
+        &self,
+        what: impl Into<String>,
+        offset: u64,
+        reason: impl Into<String>,
+    ) -> PackError {
+        corrupt(self.path, what, offset, reason)
+    }
+
+    /// Where the asset entries start: right after the block entries.
+    fn assets_at(&self) -> usize {
+        self.hd.block_count as usize * BLOCK_ENTRY_LEN
+    }
+
+    /// Where the sub-block entries start: right after the asset entries.
+    fn subs_at(&self) -> usize {
+        self.assets_at() + self.hd.asset_count as usize * ASSET_ENTRY_LEN
+    }
+
+    /// Where the names start: right after the `sub_count` sub-block
+    /// entries. Only in bounds once the sub-block step has checked them.
+    fn names_at(&self, sub_count: usize) -> usize {
+        self.subs_at() + sub_count * SUB_ENTRY_LEN
+    }
+}
+
+impl Pack {
+    /// Validates a pack from its header bytes and a reader of its table
+    /// of contents (`read_toc(offset, len)`, called once the header has
+    /// bounded `len` by the file's size). Every step below returns the
+    /// first fault it finds; see the module documentation for the order.
+    pub(super) fn parse(
+        path: PathBuf,
+        file_len: u64,
+        hb: &[u8; HEADER_LEN],
+        read_toc: impl FnOnce(u64, usize) -> Result<Vec<u8>, PackError>,
+    ) -> Result<Pack, PackError> {
+        let hd = header::decode(&path, hb)?;
+        header::check_fields(&path, &hd, file_len)?;
+        let bytes = read_checked(&path, &hd, read_toc)?;
+        let toc = Toc {
+            path: &path,
+            hd,
+            bytes: &bytes,
+        };
+        let (mut blocks, sub_count) = toc.blocks()?;
+        let subs = toc.sub_blocks(sub_count, &blocks)?;
+        let assets = toc.assets(sub_count, &mut blocks, &subs)?;
+        toc.check_all_used(sub_count, &assets)?;
+        Ok(Pack {
+            path,
+            file_len,
+            data_offset: hd.data_offset,
+            data_len: hd.data_len,
+            blocks,
+            assets: assets.assets,
+            layouts: assets.layouts,
+            sources: assets.sources,
+            by_name: assets.by_name,
+            sub_index: subs.index,
+            sub_blocks: subs.subs,
+        })
+    }
+}
+
+/// Reads the table of contents and checks it against the header's
+/// checksum, before any of its entries is looked at.
+fn read_checked(
+    path: &Path,
+    hd: &Header,
+    read_toc: impl FnOnce(u64, usize) -> Result<Vec<u8>, PackError>,
+) -> Result<Vec<u8>, PackError> {
+    // toc_len <= file_len (checked with the header), so this allocation is
+    // what the file justifies.
+    let toc = read_toc(hd.toc_offset, hd.toc_len as usize)?;
+    let computed = crc32c::crc32c(&toc);
+    if computed != hd.toc_crc {
+        return Err(PackError::MetaChecksum {
+            path: path.to_path_buf(),
+            what: "table of contents",
+            offset: hd.toc_offset,
+            stored: hd.toc_crc,
+            computed,
+        });
+    }
+    Ok(toc)
+}
