@@ -7,16 +7,15 @@
 //! that ends early, one that would write past the end, one that stops short)
 //! is an error. Nothing here allocates by a size read from the stream.
 
-use serde::{Deserialize, Serialize};
-
 pub mod gdeflate;
 
 /// The largest uncompressed block a pack may hold: 64 KiB.
 pub const MAX_BLOCK_SIZE: usize = 64 * 1024;
 
 /// How one block is stored in a pack.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[repr(u8)]
 pub enum Codec {
     /// Stored as is.
@@ -27,7 +26,7 @@ pub enum Codec {
     Zstd = 2,
     /// One GDeflate 1.0 page: deflate dealt out to 32 sub-streams for GPU
     /// lanes ([`gdeflate`]), the bytes `VK_EXT_memory_decompression` takes.
-    #[serde(rename = "gdeflate")]
+    #[cfg_attr(feature = "serde", serde(rename = "gdeflate"))]
     GDeflate = 3,
 }
 

@@ -7,7 +7,6 @@ use crate::decode::gpu::BlockCheck;
 use crate::decode::{GDeflateStatus, Lz4Status};
 use crate::destinations::texture::TextureRegionError;
 use crate::pack::AssetKind;
-use serde::{Deserialize, Serialize};
 
 /// Why a request failed. Validation errors come back from `enqueue`; the
 /// rest arrive through the status array and the error record.
@@ -258,8 +257,9 @@ pub enum SourceProblem {
 }
 
 /// What a queue reads from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum SourceKind {
     /// Pack files.
     #[default]

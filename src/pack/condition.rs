@@ -31,8 +31,9 @@
 use super::TextureFormat;
 
 /// How a block's decoded bytes are ordered (the block entry's byte 14).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[repr(u8)]
 #[non_exhaustive]
 pub enum BlockTransform {

@@ -24,7 +24,8 @@ pub const MANIFEST_ASSET: &str = "demo/manifest.json";
 pub const DEFAULT_PATH: &str = "target/gpustream-demo.gspk";
 
 /// What demo pack to build.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DemoConfig {
     /// Bytes of uncompressed asset data (the pack holds exactly this much,
     /// plus the small manifest).

@@ -8,12 +8,13 @@
 //! tile of one texture mip, or a piece of a texture's packed mip tail.
 
 use crate::codec::Codec;
-use serde::Serialize;
 use std::ops::Range;
 
 pub mod condition;
 #[cfg(feature = "tools")]
-crate::tools_pub_mod!(demo);
+// Demo packs for the bench and the tests; the only user of JSON manifests.
+#[cfg(feature = "tools")]
+pub mod demo;
 mod error;
 pub mod format;
 #[cfg(feature = "tools")]
@@ -47,15 +48,18 @@ pub use texture::{
 pub use writer::{PackSummary, PackWriter, WriterOptions, STORE_RAW_UNLESS_SAVES_DIVISOR};
 
 /// The index of a block in [`Pack::blocks`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BlockId(pub u32);
 
 /// The index of an asset in [`Pack::assets`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct AssetId(pub u32);
 
 /// One stored block, as the table of contents describes it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Block {
     /// Absolute file offset of the stored bytes.
     pub offset: u64,
@@ -88,8 +92,9 @@ impl Block {
 }
 
 /// What an asset is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[non_exhaustive]
 pub enum AssetKind {
     /// Opaque bytes (meshes, audio, JSON, ...), cut into 64 KiB blocks.
@@ -108,7 +113,8 @@ impl std::fmt::Display for AssetKind {
 }
 
 /// A texture's format and geometry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TextureInfo {
     /// The texel format.
     pub format: TextureFormat,
@@ -137,7 +143,8 @@ impl TextureInfo {
 }
 
 /// One asset of a pack.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Asset {
     /// Its name (unique within the pack).
     pub name: String,

@@ -3,11 +3,10 @@
 //! asset-entry fields that older packs leave zero (docs/pack-format.md), so
 //! `gpustream info` can show them; nothing in the runtime depends on them.
 
-use serde::Serialize;
-
 /// The kind of file a texture was packed from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum TextureSourceKind {
     /// A PNG image, block-compressed by the packer.
@@ -19,12 +18,12 @@ pub enum TextureSourceKind {
     /// A KTX2 file without supercompression.
     Ktx2,
     /// A KTX2 file with zstd supercompression (scheme 2).
-    #[serde(rename = "ktx2+zstd")]
+    #[cfg_attr(feature = "serde", serde(rename = "ktx2+zstd"))]
     Ktx2Zstd,
     /// A Basis Universal UASTC KTX2 file, transcoded to BC7.
     BasisUastc,
     /// A UASTC KTX2 file with zstd supercompression, transcoded to BC7.
-    #[serde(rename = "basis-uastc+zstd")]
+    #[cfg_attr(feature = "serde", serde(rename = "basis-uastc+zstd"))]
     BasisUastcZstd,
     /// A Basis Universal ETC1S (BasisLZ) KTX2 file, transcoded to BC7 or BC1.
     BasisEtc1s,
@@ -79,7 +78,8 @@ impl std::fmt::Display for TextureSourceKind {
 }
 
 /// What the pack records about a texture's origin.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TextureSource {
     /// The kind of file it was packed from.
     pub kind: TextureSourceKind,

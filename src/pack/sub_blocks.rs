@@ -19,7 +19,8 @@ pub const SUB_ENTRY_LEN: usize = 8;
 pub const MAX_SUB_BLOCKS: usize = 16;
 
 /// One independent LZ4 block of a block cut into several.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SubBlock {
     /// Where its stored bytes start in the block's stored bytes.
     pub stored_offset: u32,

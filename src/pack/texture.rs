@@ -5,7 +5,6 @@
 //! writer (which cuts mips into tiles) and the reader (which answers
 //! `tile`/`tile_region` in constant time).
 
-use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 /// The bytes of texel data one full tile holds, whatever the format: 64 KiB,
@@ -20,8 +19,9 @@ pub const MAX_TEXTURE_DIM: u32 = 16384;
 pub const MAX_MIPS: u8 = 15;
 
 /// The texel formats a pack can hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum TextureFormat {
     /// 8-bit RGBA, linear.
@@ -205,7 +205,8 @@ pub fn full_mip_count(width: u32, height: u32) -> u8 {
 /// What a caller needs to copy one tile (or one packed mip) from a buffer
 /// into a texture: where it goes, how big it is, and how its bytes are laid
 /// out (rows of texel blocks, tightly packed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TileRegion {
     /// The block holding the tile's data.
     pub block: super::BlockId,
@@ -244,7 +245,8 @@ impl TileRegion {
 }
 
 /// One mip of the packed tail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct PackedMip {
     /// The mip level.
     pub mip: u8,
@@ -271,7 +273,8 @@ impl PackedMip {
 /// The packed tail of a texture's mip chain: every mip whose data is smaller
 /// than one tile, stored back to back (coarse mips last, as in the chain:
 /// first packed mip first) and cut into 64 KiB blocks like a blob.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct PackedMips {
     /// The blocks holding the packed stream, in order (indices into
     /// `Pack::blocks`). Empty when the chain has no mip smaller than a tile.

@@ -56,7 +56,8 @@ impl Default for WriterOptions {
 }
 
 /// What a finished pack holds.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct PackSummary {
     /// Number of assets.
     pub assets: u32,

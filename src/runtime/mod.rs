@@ -48,7 +48,6 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use crossbeam::channel::Sender;
-use serde::Serialize;
 
 /// Why a request failed: defined in `completion`, which reports it.
 pub use crate::completion::{BufferProblem, GpuDecodeFailure, RequestError, SourceProblem};
@@ -234,8 +233,9 @@ pub enum RuntimeError {
 
 /// Where a codec is decoded for GPU destinations
 /// (DirectStorage's `GetCompressionSupport`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum CompressionSupport {
     /// By a compute shader on the GPU.
     Gpu,

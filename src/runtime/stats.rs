@@ -1,9 +1,8 @@
 //! Per-queue statistics.
 
-use serde::Serialize;
-
 /// What a queue has done so far. Serialises to JSON for `bench` and traces.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct QueueStats {
     /// Requests enqueued.
     pub requests: u64,
@@ -88,9 +87,10 @@ pub struct QueueStats {
 
 /// A log-scale histogram of request latencies: 8 buckets per power of two
 /// of microseconds, so percentiles come out within about 9%.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LatencyHistogram {
-    #[serde(skip)]
+    #[cfg_attr(feature = "serde", serde(skip))]
     buckets: Vec<u64>,
     /// Samples recorded.
     pub count: u64,

@@ -17,15 +17,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
-
 use super::request::{Destination, Request, Source};
 
 /// The trace format's version; replay refuses others.
 pub const TRACE_VERSION: u32 = 1;
 
 /// The first line of a trace.
-#[derive(Serialize, Deserialize, Debug)]
+#[derive(Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TraceHeader {
     /// Always "gpustream-trace".
     pub format: String,
@@ -34,8 +33,9 @@ pub struct TraceHeader {
 }
 
 /// Where a traced request's bytes come from.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(tag = "kind", rename_all = "lowercase")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "kind", rename_all = "lowercase"))]
 pub enum TraceSource {
     /// A blob or a range of it.
     Blob {
@@ -61,8 +61,9 @@ pub enum TraceSource {
 }
 
 /// The kind of destination a traced request delivered into.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum TraceDest {
     /// Host memory.
     Memory,
@@ -84,8 +85,9 @@ impl TraceDest {
 }
 
 /// One line of a trace after the header.
-#[derive(Serialize, Deserialize, Debug, Clone)]
-#[serde(tag = "op", rename_all = "lowercase")]
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "op", rename_all = "lowercase"))]
 pub enum TraceRecord {
     /// A pack used by later requests.
     Pack {
@@ -152,6 +154,32 @@ pub(crate) struct TraceWriter {
     start: Instant,
 }
 
+/// One JSON value onto `out`: a trace line. Without the `serde` feature a
+/// trace cannot be written, and creating one says so.
+#[cfg(feature = "serde")]
+fn write_json<T: serde::Serialize>(out: &mut impl Write, value: &T) -> std::io::Result<()> {
+    serde_json::to_writer(out, value).map_err(std::io::Error::from)
+}
+
+#[cfg(not(feature = "serde"))]
+fn write_json<T>(_out: &mut impl Write, _value: &T) -> std::io::Result<()> {
+    Err(std::io::Error::new(
+        std::io::ErrorKind::Unsupported,
+        "trace capture needs gpustream's `serde` feature",
+    ))
+}
+
+/// One trace line parsed, or what is wrong with it.
+#[cfg(feature = "serde")]
+fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "serde"))]
+fn parse_json<T>(_text: &str) -> Result<T, String> {
+    Err("reading traces needs gpustream's `serde` feature".into())
+}
+
 impl TraceWriter {
     pub(crate) fn create(path: &Path) -> std::io::Result<TraceWriter> {
         let mut f = BufWriter::new(std::fs::File::create(path)?);
@@ -159,7 +187,7 @@ impl TraceWriter {
             format: "gpustream-trace".into(),
             version: TRACE_VERSION,
         };
-        serde_json::to_writer(&mut f, &header)?;
+        write_json(&mut f, &header)?;
         f.write_all(b"\n")?;
         Ok(TraceWriter {
             out: Mutex::new((f, HashMap::new())),
@@ -178,7 +206,7 @@ impl TraceWriter {
     ) {
         // A trace that cannot be written must not fail the application's
         // loads: errors are dropped (the file ends short).
-        let _ = serde_json::to_writer(&mut guard.0, rec);
+        let _ = write_json(&mut guard.0, rec);
         let _ = guard.0.write_all(b"\n");
     }
 
@@ -373,15 +401,14 @@ pub enum TraceError {
         version: u32,
     },
     /// A line is not a valid record.
-    #[error("{}:{line}: bad record: {source}", path.display())]
+    #[error("{}:{line}: bad record: {reason}", path.display())]
     Record {
         /// The trace.
         path: PathBuf,
         /// The line.
         line: u64,
         /// What the JSON parser found (with the column).
-        #[source]
-        source: serde_json::Error,
+        reason: String,
     },
     /// The trace holds more records than the reader was told to accept.
     #[error("{}:{line}: more than {limit} records", path.display())]
@@ -449,11 +476,10 @@ impl<R: BufRead> TraceReader<R> {
             return Err(TraceError::Empty { path: r.path });
         }
         let text = r.text()?;
-        let header: TraceHeader =
-            serde_json::from_str(text).map_err(|e| TraceError::BadHeader {
-                path: r.path.clone(),
-                reason: e.to_string(),
-            })?;
+        let header: TraceHeader = parse_json(text).map_err(|reason| TraceError::BadHeader {
+            path: r.path.clone(),
+            reason,
+        })?;
         if header.format != "gpustream-trace" || header.version != TRACE_VERSION {
             return Err(TraceError::Version {
                 path: r.path,
@@ -549,12 +575,11 @@ impl<R: BufRead> TraceReader<R> {
             if text.trim().is_empty() {
                 continue;
             }
-            let rec: TraceRecord =
-                serde_json::from_str(text).map_err(|source| TraceError::Record {
-                    path: self.path.clone(),
-                    line: self.line,
-                    source,
-                })?;
+            let rec: TraceRecord = parse_json(text).map_err(|reason| TraceError::Record {
+                path: self.path.clone(),
+                line: self.line,
+                reason,
+            })?;
             if self.records >= self.max_records {
                 return Err(TraceError::TooManyRecords {
                     path: self.path.clone(),
@@ -589,7 +614,29 @@ impl<R: BufRead> Iterator for TraceReader<R> {
     }
 }
 
-#[cfg(test)]
+/// Without the `serde` feature a trace can be neither written nor read,
+/// and both say which feature they need.
+#[cfg(all(test, not(feature = "serde")))]
+mod without_serde {
+    #[test]
+    fn capture_and_replay_name_the_feature() {
+        let dir = std::env::temp_dir().join(format!("gpustream-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        let e = super::TraceWriter::create(&path)
+            .err()
+            .expect("no trace without serde");
+        assert!(e.to_string().contains("`serde` feature"), "{e}");
+        std::fs::write(&path, "{}\n").unwrap();
+        let e = super::TraceReader::open(&path)
+            .err()
+            .expect("no replay without serde");
+        assert!(e.to_string().contains("`serde` feature"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[cfg(all(test, feature = "serde"))]
 mod tests {
     use super::*;
 
