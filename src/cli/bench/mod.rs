@@ -166,7 +166,8 @@ pub fn run(args: Args) -> CliResult {
     if noop {
         notes.push(
             "noop adapter: buffers are created, mapped and copied, shaders do not run and textures store nothing; \
-             GB/s and CPU figures measure the host side only"
+             GB/s and CPU figures measure the host side only, and GPU cases get no ratio against \
+             baselines that really decode (\"- (noop)\")"
                 .into(),
         );
     }
@@ -346,6 +347,9 @@ pub fn run(args: Args) -> CliResult {
             row.baseline_cpu_s_per_gb = base.cpu_s_per_gb;
             row.baseline = base.what.clone();
             row.ratio_to_baseline = row.delivered_gbps / base.gbps.max(1e-12);
+            // On noop a GPU case records and submits but decodes nothing,
+            // while its baseline decodes on the CPU: no ratio between them.
+            row.ratio_comparable = !(noop && case.starts_with("gpu-"));
             row.targets = metrics::targets(
                 case,
                 row.staging_mib,
@@ -633,6 +637,7 @@ fn measure<'a>(
         baseline_cpu_s_per_gb: 0.0,
         baseline: String::new(),
         ratio_to_baseline: 0.0,
+        ratio_comparable: true,
         stage_read_s: per_iter(d.read_ns) / 1e9,
         stage_cpu_decode_s: per_iter(d.cpu_decode_ns) / 1e9,
         stage_gpu_s: per_iter(d.gpu_ns) / 1e9,

@@ -45,6 +45,11 @@ pub struct BenchRow {
     pub baseline: String,
     /// delivered_gbps / baseline_gbps.
     pub ratio_to_baseline: f64,
+    /// Whether the runtime and the baseline did the same work, so that
+    /// `ratio_to_baseline` means something: not for a GPU case on the noop
+    /// backend, whose shaders do not run while the baseline really decodes
+    /// (the host-side columns are its figures there).
+    pub ratio_comparable: bool,
     /// Summed read time over reads in flight, seconds per pass.
     pub stage_read_s: f64,
     /// CPU decode time per pass (summed over threads).
@@ -159,7 +164,11 @@ pub(super) fn print(r: &BenchReport) {
             format!("{:.2}", row.latency_p50_us / 1e3),
             format!("{:.2}", row.latency_p99_us / 1e3),
             format!("{:.3}", row.baseline_gbps),
-            format!("{:.2}", row.ratio_to_baseline),
+            if row.ratio_comparable {
+                format!("{:.2}", row.ratio_to_baseline)
+            } else {
+                "- (noop)".to_string()
+            },
             row.baseline.clone(),
         ]);
     }
