@@ -991,3 +991,43 @@ fn damaged_conditioned_blocks_fail_their_decode_and_never_write_outside_it() {
         "failed {failed}, decoded {decoded}"
     );
 }
+
+/// A bad block entry in a pack whose blocks are cut into sub-blocks still
+/// names its asset: the name table sits after the sub-block table, whose
+/// length the entries declare.
+#[test]
+fn a_bad_block_in_a_split_pack_names_its_asset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("split.gspk");
+    let mut w = PackWriter::create(
+        &path,
+        WriterOptions {
+            lz4_sub_block: 16 << 10,
+            ..opts(Codec::Lz4)
+        },
+    )
+    .unwrap();
+    w.add_blob("first", &sample(70_000, 5)).unwrap();
+    w.add_blob("second", &sample(140_000, 6)).unwrap();
+    w.finish().unwrap();
+    let good = Pack::open(&path).unwrap();
+    assert!(
+        good.blocks().iter().any(|b| b.sub_blocks > 0),
+        "blocks are cut"
+    );
+    let mut bytes = std::fs::read(&path).unwrap();
+    let get_u64 = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let toc_at = get_u64(&bytes, format::header::TOC_OFFSET) as usize;
+    let toc_len = get_u64(&bytes, format::header::TOC_LEN) as usize;
+    // Block 2 is the first of "second" ("first" takes two 64 KiB blocks):
+    // it now declares 4 GiB - 1 of uncompressed data.
+    let size_at = toc_at + 2 * BLOCK_ENTRY_LEN + 4;
+    bytes[size_at..size_at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    // Sealed again, so the entry itself is what is refused.
+    let toc_crc = crc32c::crc32c(&bytes[toc_at..toc_at + toc_len]);
+    bytes[56..60].copy_from_slice(&toc_crc.to_le_bytes());
+    let header_crc = crc32c::crc32c(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&header_crc.to_le_bytes());
+    let e = Pack::from_bytes("split", &bytes).unwrap_err();
+    assert!(e.to_string().contains("block 2 of asset 'second'"), "{e}");
+}

@@ -136,14 +136,16 @@ impl Toc<'_> {
     /// For messages about a block found bad before the asset table is
     /// validated: " of asset 'name'" when some asset entry's range claims
     /// block `i` and its name reads, else nothing. Only runs on the error
-    /// path, so it reads the unchecked asset entries defensively. It takes
-    /// the names to start right after the asset entries, as if no block
-    /// were split, because the sub-block count is not known yet.
+    /// path, so it reads the unchecked entries defensively: the names sit
+    /// after the sub-block table, whose length it takes from the sub-block
+    /// counts every block entry declares (not yet validated).
     fn owner_of(&self, i: usize) -> String {
         let (toc, hd) = (self.bytes, &self.hd);
         let assets_at = hd.block_count as usize * BLOCK_ENTRY_LEN;
-        let names_at = assets_at + hd.asset_count as usize * ASSET_ENTRY_LEN;
-        let names = toc.get(names_at..).unwrap_or(&[]);
+        let declared: usize = (0..hd.block_count as usize)
+            .map(|b| toc[b * BLOCK_ENTRY_LEN + format::block::SUB_BLOCKS] as usize)
+            .sum();
+        let names = toc.get(self.names_at(declared)..).unwrap_or(&[]);
         for a in 0..hd.asset_count as usize {
             let e = &toc[assets_at + a * ASSET_ENTRY_LEN..][..ASSET_ENTRY_LEN];
             let (first, count) = (
