@@ -73,8 +73,10 @@
 override WG: u32 = 32u;
 const LANES: u32 = 32u;
 
-// The status codes (STATUS_*), the block limits (MAX_*) and BlockDesc (an
-// Lz4BlockDesc: 8 x u32) come from the preamble each pipeline puts first
+// The status codes (STATUS_*), the block limits (MAX_*), BlockDesc (an
+// Lz4BlockDesc: 8 x u32), the precode order and Deflate64's length and
+// distance tables (PRECODE_ORDER, LEN_BASE, LEN_EXTRA, DIST_BASE,
+// DIST_EXTRA) come from the preamble each pipeline puts first
 // (src/decode/gpu/preamble.rs), written from the Rust constants the twins use.
 
 // What a lane does in a round.
@@ -91,13 +93,6 @@ const CODE_DIST: u32 = 1u;
 const CODE_PRE: u32 = 2u;
 const SYM_BASE = array<u32, 3>(0u, 288u, 320u);
 
-const PRECODE_ORDER = array<u32, 19>(16u, 17u, 18u, 0u, 8u, 7u, 9u, 6u, 10u, 5u, 11u, 4u, 12u, 3u, 13u, 2u, 14u, 1u, 15u);
-// Length symbols 257..287 (Deflate64: 285..287 are 3 + 16 bits).
-const LEN_BASE = array<u32, 31>(3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 13u, 15u, 17u, 19u, 23u, 27u, 31u, 35u, 43u, 51u, 59u, 67u, 83u, 99u, 115u, 131u, 163u, 195u, 227u, 3u, 3u, 3u);
-const LEN_EXTRA = array<u32, 31>(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 1u, 1u, 1u, 1u, 2u, 2u, 2u, 2u, 3u, 3u, 3u, 3u, 4u, 4u, 4u, 4u, 5u, 5u, 5u, 5u, 16u, 16u, 16u);
-// Distance symbols 0..31 (Deflate64: 30 and 31 are valid).
-const DIST_BASE = array<u32, 32>(1u, 2u, 3u, 4u, 5u, 7u, 9u, 13u, 17u, 25u, 33u, 49u, 65u, 97u, 129u, 193u, 257u, 385u, 513u, 769u, 1025u, 1537u, 2049u, 3073u, 4097u, 6145u, 8193u, 12289u, 16385u, 24577u, 32769u, 49153u);
-const DIST_EXTRA = array<u32, 32>(0u, 0u, 0u, 0u, 1u, 1u, 2u, 2u, 3u, 3u, 4u, 4u, 5u, 5u, 6u, 6u, 7u, 7u, 8u, 8u, 9u, 9u, 10u, 10u, 11u, 11u, 12u, 12u, 13u, 13u, 14u, 14u);
 
 // One page of the batch; mirrors Lz4BlockDesc (8 x u32, 32 bytes).
 

@@ -54,28 +54,31 @@ const MAX_CODE_LEN: usize = 15;
 const LITLEN_SYMS: usize = 288;
 /// Distance symbols a block may use.
 const DIST_SYMS: usize = 32;
-/// The order of the code-length code's lengths (RFC 1951, 3.2.7).
-const PRECODE_ORDER: [usize; 19] = [
+/// The order of the code-length code's lengths (RFC 1951, 3.2.7). This and
+/// the length and distance tables below are the one copy: the WGSL
+/// decoder's twin reads them, and the shader gets them in its preamble
+/// (`decode/gpu/preamble.rs`).
+pub(crate) const PRECODE_ORDER: [usize; 19] = [
     16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
 ];
 
 /// Match length base and extra bits for symbols 257..=287. GDeflate
 /// takes Deflate64's lengths: the last three symbols (285 is 258 in plain
 /// deflate) are 3 plus 16 extra bits, matches of up to 65,538 bytes.
-const LENGTH_BASE: [u16; 31] = [
+pub(crate) const LENGTH_BASE: [u16; 31] = [
     3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
     163, 195, 227, 3, 3, 3,
 ];
-const LENGTH_EXTRA: [u8; 31] = [
+pub(crate) const LENGTH_EXTRA: [u8; 31] = [
     0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 16, 16, 16,
 ];
 /// Distance base and extra bits for symbols 0..=31: Deflate64's 64 KiB
 /// window (30 and 31 reach 32,769 and 49,153 back).
-const DIST_BASE: [u16; 32] = [
+pub(crate) const DIST_BASE: [u16; 32] = [
     1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
     2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577, 32769, 49153,
 ];
-const DIST_EXTRA: [u8; 32] = [
+pub(crate) const DIST_EXTRA: [u8; 32] = [
     0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
     13, 14, 14,
 ];

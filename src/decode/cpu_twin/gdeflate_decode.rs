@@ -39,29 +39,12 @@ const CODE_DIST: usize = 1;
 const CODE_PRE: usize = 2;
 const SYM_BASE: [usize; 3] = [0, 288, 320];
 
-/// Order in which the precode lengths are stored.
-const PRECODE_ORDER: [usize; 19] = [
-    16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15,
-];
-
-/// Length symbols 257..=287: base, extra bits (GDeflate is Deflate64-based:
-/// 285..=287 are lengths 3 + 16 extra bits).
-const LEN_BASE: [u32; 31] = [
-    3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131,
-    163, 195, 227, 3, 3, 3,
-];
-const LEN_EXTRA: [u32; 31] = [
-    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 16, 16, 16,
-];
-/// Distance symbols 0..=31: base, extra bits (30 and 31 are Deflate64's).
-const DIST_BASE: [u32; 32] = [
-    1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537,
-    2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577, 32769, 49153,
-];
-const DIST_EXTRA: [u32; 32] = [
-    0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13,
-    13, 14, 14,
-];
+// The precode order and Deflate64's length and distance tables: the
+// codec's (one copy for the CPU decoder, this twin and the shader's
+// preamble), under the shader's names.
+use crate::codec::gdeflate::{
+    DIST_BASE, DIST_EXTRA, LENGTH_BASE as LEN_BASE, LENGTH_EXTRA as LEN_EXTRA, PRECODE_ORDER,
+};
 
 /// An error: the status word to report.
 type Step = Result<(), u32>;
@@ -584,8 +567,8 @@ impl Group<'_> {
         let bits = self.s_lo[l];
         if self.p_len[l] != 0 {
             let (sym, n) = self.decode_symbol(CODE_DIST, bits);
-            let e = DIST_EXTRA[sym as usize];
-            let val = DIST_BASE[sym as usize] + ((bits >> n) & ((1 << e) - 1));
+            let e = u32::from(DIST_EXTRA[sym as usize]);
+            let val = u32::from(DIST_BASE[sym as usize]) + ((bits >> n) & ((1 << e) - 1));
             return LaneStep {
                 kind: KIND_COPY,
                 val,
@@ -611,10 +594,10 @@ impl Group<'_> {
             };
         }
         let k = (sym - 257) as usize;
-        let e = LEN_EXTRA[k];
+        let e = u32::from(LEN_EXTRA[k]);
         LaneStep {
             kind: KIND_LEN,
-            val: LEN_BASE[k] + ((bits >> n) & ((1 << e) - 1)),
+            val: u32::from(LEN_BASE[k]) + ((bits >> n) & ((1 << e) - 1)),
             used: n + e,
         }
     }

@@ -1,5 +1,6 @@
 //! The WGSL the shaders share, written from the Rust constants: status
-//! codes, block limits and the block descriptor. Each pipeline compiles
+//! codes, block limits, the block descriptor, and the GDeflate decoder's
+//! precode order and length and distance tables. Each pipeline compiles
 //! `with_preamble(..)` of its shader, and the shaders declare none of these
 //! themselves (a test holds them to that), so a code changed in Rust
 //! changes in every shader and twin at once.
@@ -105,6 +106,20 @@ impl Preamble {
         if self.block_desc {
             s.push_str(BLOCK_DESC);
         }
+        if self.codes == Codes::GDeflate {
+            // The GDeflate decoder's tables: the codec's one copy.
+            use crate::codec::gdeflate as gd;
+            let order: Vec<u64> = gd::PRECODE_ORDER.iter().map(|&v| v as u64).collect();
+            array(&mut s, "PRECODE_ORDER", &order);
+            let base: Vec<u64> = gd::LENGTH_BASE.iter().map(|&v| v.into()).collect();
+            array(&mut s, "LEN_BASE", &base);
+            let extra: Vec<u64> = gd::LENGTH_EXTRA.iter().map(|&v| v.into()).collect();
+            array(&mut s, "LEN_EXTRA", &extra);
+            let base: Vec<u64> = gd::DIST_BASE.iter().map(|&v| v.into()).collect();
+            array(&mut s, "DIST_BASE", &base);
+            let extra: Vec<u64> = gd::DIST_EXTRA.iter().map(|&v| v.into()).collect();
+            array(&mut s, "DIST_EXTRA", &extra);
+        }
         s.push('\n');
         s
     }
@@ -115,6 +130,17 @@ impl Preamble {
         s.push_str(body);
         s
     }
+}
+
+/// `const NAME = array<u32, N>(...);` onto `s`.
+fn array(s: &mut String, name: &str, values: &[u64]) {
+    let list: Vec<String> = values.iter().map(|v| format!("{v}u")).collect();
+    let _ = writeln!(
+        s,
+        "const {name} = array<u32, {}>({});",
+        values.len(),
+        list.join(", ")
+    );
 }
 
 /// Panics where `body` declares what the preamble provides, so a shader
@@ -129,6 +155,11 @@ pub(crate) fn assert_takes_preamble(name: &str, body: &str) {
             "const MAX_SRC_SIZE",
             "const MAX_CHECK_SIZE",
             "struct BlockDesc",
+            "const PRECODE_ORDER",
+            "const LEN_BASE",
+            "const LEN_EXTRA",
+            "const DIST_BASE",
+            "const DIST_EXTRA",
         ] {
             assert!(
                 !l.starts_with(own),
