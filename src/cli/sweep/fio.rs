@@ -24,8 +24,9 @@ pub(super) struct FioRow {
 }
 
 /// Runs fio and our engine alternately on the same file, read size and
-/// queue depth (best of two each, so a burst of other load on the machine
-/// hurts neither side alone) and prints the ratio.
+/// queue depth (best of `repeat` runs each: `--repeat`, by default 2 with
+/// `--quick` and 3 otherwise, so a burst of other load on the machine hurts
+/// neither side alone) and prints the ratio.
 pub(super) fn run(
     backend: BackendKind,
     file: &IoFile,
