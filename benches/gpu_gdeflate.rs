@@ -21,7 +21,7 @@
 //! decoder works, not how fast it is on a GPU.
 
 use gpustream::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
-use gpustream::decode::gpu::{read_buffer, GDeflateDecodePipeline};
+use gpustream::decode::gpu::{read_buffer, BlockPass, GDeflateDecodePipeline};
 use gpustream::decode::{GDeflateStatus, Lz4BlockDesc};
 use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{BlockId, Pack};

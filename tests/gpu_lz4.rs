@@ -8,7 +8,7 @@ mod common;
 
 use common::lz4_batch::{Lz4Batch, Lz4BatchResult};
 use common::test_device;
-use gpustream::decode::gpu::{decode_blocks_on_gpu, Lz4DecodePath, Lz4DecodePipeline};
+use gpustream::decode::gpu::{decode_blocks_on_gpu, BlockPass, Lz4DecodePath, Lz4DecodePipeline};
 use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
 use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};

@@ -11,7 +11,9 @@
 mod common;
 
 use common::test_device;
-use gpustream::decode::gpu::{default_path, read_buffer, Lz4DecodePath, Lz4DecodePipeline};
+use gpustream::decode::gpu::{
+    default_path, read_buffer, BlockPass, Lz4DecodePath, Lz4DecodePipeline,
+};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
 use wgpu::util::DeviceExt;
 

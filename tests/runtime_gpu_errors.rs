@@ -182,21 +182,24 @@ fn a_device_destroyed_mid_stream_fails_the_rest_with_device_lost() {
     let data = content(7, block);
     let stored: Arc<[u8]> = Arc::from(Codec::Lz4.compress(&data, 0).unwrap());
     let status = StatusArray::new(batches * per + 1);
+    // One LZ4 block into slot `i` of the buffer.
+    let request = |i: usize| {
+        Request::new(
+            Source::Memory {
+                data: stored.clone(),
+                codec: Codec::Lz4,
+                size: block as u32,
+            },
+            Destination::Buffer {
+                buffer: buffer.clone(),
+                offset: (i * block) as u64,
+            },
+        )
+    };
     let fences: Vec<Fence> = (0..batches).map(|_| Fence::new()).collect();
     for (b, fence) in fences.iter().enumerate() {
         for i in 0..per {
-            q.enqueue(Request::new(
-                Source::Memory {
-                    data: stored.clone(),
-                    codec: Codec::Lz4,
-                    size: block as u32,
-                },
-                Destination::Buffer {
-                    buffer: buffer.clone(),
-                    offset: (i * block) as u64,
-                },
-            ))
-            .unwrap();
+            q.enqueue(request(i)).unwrap();
             q.enqueue_status(&status, b * per + i);
         }
         q.enqueue_signal(fence, 1);
@@ -214,18 +217,7 @@ fn a_device_destroyed_mid_stream_fails_the_rest_with_device_lost() {
         );
     }
     // A request after the loss.
-    q.enqueue(Request::new(
-        Source::Memory {
-            data: stored.clone(),
-            codec: Codec::Lz4,
-            size: block as u32,
-        },
-        Destination::Buffer {
-            buffer: buffer.clone(),
-            offset: 0,
-        },
-    ))
-    .unwrap();
+    q.enqueue(request(0)).unwrap();
     q.enqueue_status(&status, batches * per);
     let last = Fence::new();
     q.enqueue_signal(&last, 1);

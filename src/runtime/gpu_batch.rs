@@ -266,12 +266,10 @@ impl GpuBatcher {
             gdeflate,
             mut driver,
         } = decoders;
-        let lost_tx = events.clone();
-        let lost_complete = to_complete.clone();
-        let poller = GpuPoller::spawn(device.clone(), move |what| {
-            let _ = lost_complete.send(ToCompletion::Lost(what.clone()));
-            let _ = lost_tx.send(GpuEvent::Lost(what));
-        })?;
+        let poller = GpuPoller::spawn(
+            device.clone(),
+            report_lost(events.clone(), to_complete.clone()),
+        )?;
         let stored = StoredCopyPipeline::new(&device);
         let uncondition = UnconditionPipeline::new(&device);
         let crc = verify.then(|| Crc32cPipeline::new(&device));
@@ -589,17 +587,10 @@ impl GpuBatcher {
         true
     }
 
-    /// What a wgpu callback that finds the device lost calls, as the poll
-    /// thread does when wgpu fails under it: this stage fails what it holds
-    /// and every part from then on, the completion stage the batches in
-    /// flight.
+    /// What a wgpu callback that finds the device lost calls
+    /// ([`report_lost`]).
     pub(super) fn lost_reporter(&self) -> impl Fn(String) + Send + 'static {
-        let events = self.events.clone();
-        let to_complete = self.to_complete.clone();
-        move |why: String| {
-            let _ = to_complete.send(ToCompletion::Lost(why.clone()));
-            let _ = events.send(GpuEvent::Lost(why));
-        }
+        report_lost(self.events.clone(), self.to_complete.clone())
     }
 
     /// Handles a wgpu callback; parts that ended are pushed to `done`.
@@ -633,6 +624,20 @@ impl GpuBatcher {
             }
             GpuEvent::Lost(why) => self.fail_lost(why, jobs, done),
         }
+    }
+}
+
+/// Reports the device lost, from the poll thread (wgpu failed under it)
+/// or a wgpu callback (a mapping failed): this stage fails what it holds
+/// and every part from then on, the completion stage the batches in
+/// flight.
+fn report_lost(
+    events: Sender<GpuEvent>,
+    to_complete: Sender<ToCompletion>,
+) -> impl Fn(String) + Send + 'static {
+    move |why: String| {
+        let _ = to_complete.send(ToCompletion::Lost(why.clone()));
+        let _ = events.send(GpuEvent::Lost(why));
     }
 }
 

@@ -7,7 +7,7 @@
 
 use crate::decode::cpu_twin::gdeflate_decode::LANES;
 use crate::decode::gpu::kernel::{
-    check_batch, slice_binding, uniform, upload_table, Access, BlockPass, Kernel, PassBindings,
+    check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 #[cfg(feature = "tools")]
@@ -47,32 +47,6 @@ impl GDeflateDecodePipeline {
         );
         Self { kernel }
     }
-
-    /// Checks `descs` with [`validate_gdeflate_descs`], uploads them and
-    /// records the dispatch over all of `output` and `status` (see
-    /// [`Self::encode_in`]).
-    pub fn encode_blocks(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        input: wgpu::BufferSlice<'_>,
-        descs: &[Lz4BlockDesc],
-        output: &wgpu::Buffer,
-        status: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
-        if descs.is_empty() {
-            return Ok(());
-        }
-        validate_gdeflate_descs(descs, input.size(), output.size())?;
-        let (table, count) = upload_table(device, "gdeflate_decode descriptors", descs)?;
-        self.encode_in(
-            device,
-            encoder,
-            PassBindings::whole(input, &table, output, status),
-            count,
-            None,
-        )
-    }
 }
 
 /// Records one dispatch over `block_count` pages: page `i` is
@@ -88,6 +62,17 @@ impl GDeflateDecodePipeline {
 /// page's output words are zeroed before it is decoded, the last partial
 /// word included, whatever the page holds.
 impl BlockPass for GDeflateDecodePipeline {
+    const TABLE_LABEL: &'static str = "gdeflate_decode descriptors";
+
+    fn validate_table(
+        &self,
+        descs: &[Lz4BlockDesc],
+        input_len: u64,
+        output_len: u64,
+    ) -> Result<(), Lz4EncodeError> {
+        validate_gdeflate_descs(descs, input_len, output_len)
+    }
+
     fn encode_in(
         &self,
         device: &wgpu::Device,

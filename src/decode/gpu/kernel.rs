@@ -4,6 +4,8 @@
 //! grid, and [`BlockPass`], the recording interface of the passes over
 //! block descriptors.
 
+use crate::decode::Lz4BlockDesc;
+
 /// How a shader uses binding `i` of its bind group.
 /// The buffer ranges one decode or copy pass binds, each a slice of its
 /// buffer whose offset meets the device's storage-offset alignment: the
@@ -91,8 +93,47 @@ pub trait BlockPass {
         status: &wgpu::Buffer,
         block_count: u32,
     ) -> Result<(), Lz4EncodeError> {
-        let bindings = PassBindings::whole(input, descs, output, status);
-        self.encode_in(device, encoder, bindings, block_count, None)
+        self.encode_timed(
+            device,
+            encoder,
+            input,
+            descs,
+            output,
+            status,
+            block_count,
+            None,
+        )
+    }
+
+    /// The label of the descriptor table [`Self::encode_blocks`] uploads.
+    const TABLE_LABEL: &'static str;
+
+    /// Checks a descriptor table made on the CPU against the pass's rules
+    /// and the bindings' sizes, before [`Self::encode_blocks`] uploads it.
+    fn validate_table(
+        &self,
+        descs: &[Lz4BlockDesc],
+        input_len: u64,
+        output_len: u64,
+    ) -> Result<(), Lz4EncodeError>;
+
+    /// Checks `descs` ([`Self::validate_table`]), uploads them as the
+    /// descriptor table and records the dispatch over whole buffers.
+    fn encode_blocks(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        input: wgpu::BufferSlice<'_>,
+        descs: &[Lz4BlockDesc],
+        output: &wgpu::Buffer,
+        status: &wgpu::Buffer,
+    ) -> Result<(), Lz4EncodeError> {
+        if descs.is_empty() {
+            return Ok(());
+        }
+        self.validate_table(descs, input.size(), output.size())?;
+        let (table, count) = upload_table(device, Self::TABLE_LABEL, descs)?;
+        self.encode(device, encoder, input, &table, output, status, count)
     }
 }
 

@@ -6,8 +6,7 @@
 //! block, a status word per block.
 
 use crate::decode::gpu::kernel::{
-    self, check_batch, slice_binding, uniform, upload_table, Access, BlockPass, Kernel,
-    PassBindings,
+    self, check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::Lz4BlockDesc;
 #[cfg(feature = "tools")]
@@ -343,25 +342,6 @@ impl Lz4DecodePipeline {
     pub fn window_words(&self) -> u32 {
         self.window_words
     }
-
-    /// Checks `descs` with [`validate_descs`], uploads them as the
-    /// descriptor table and records the dispatch (see [`Self::encode`]).
-    pub fn encode_blocks(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        input: wgpu::BufferSlice<'_>,
-        descs: &[Lz4BlockDesc],
-        output: &wgpu::Buffer,
-        status: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
-        if descs.is_empty() {
-            return Ok(());
-        }
-        validate_descs(descs, input.size(), output.size())?;
-        let (table, count) = upload_table(device, "lz4_decode descriptors", descs)?;
-        self.encode(device, encoder, input, &table, output, status, count)
-    }
 }
 
 /// [`Self::encode_timed`] over ranges of buffers: the descriptor table,
@@ -371,6 +351,17 @@ impl Lz4DecodePipeline {
 /// `dst_offset`s count from the output slice's start; block `i` is the
 /// slice's `i`th descriptor and writes its `i`th status word.
 impl BlockPass for Lz4DecodePipeline {
+    const TABLE_LABEL: &'static str = "lz4_decode descriptors";
+
+    fn validate_table(
+        &self,
+        descs: &[Lz4BlockDesc],
+        input_len: u64,
+        output_len: u64,
+    ) -> Result<(), Lz4EncodeError> {
+        validate_descs(descs, input_len, output_len)
+    }
+
     fn encode_in(
         &self,
         device: &wgpu::Device,

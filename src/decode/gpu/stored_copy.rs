@@ -7,7 +7,7 @@
 
 use crate::decode::cpu_twin::stored_copy::WORKGROUP_SIZE;
 use crate::decode::gpu::kernel::{
-    check_batch, slice_binding, uniform, upload_table, Access, BlockPass, Kernel, PassBindings,
+    check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
 use crate::decode::Lz4BlockDesc;
@@ -46,31 +46,23 @@ impl StoredCopyPipeline {
         );
         Self { kernel }
     }
-
-    /// Checks `descs` with [`validate_stored_descs`], uploads them as the
-    /// descriptor table and records the dispatch (see [`Self::encode`]).
-    pub fn encode_blocks(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        input: wgpu::BufferSlice<'_>,
-        descs: &[Lz4BlockDesc],
-        output: &wgpu::Buffer,
-        status: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
-        if descs.is_empty() {
-            return Ok(());
-        }
-        validate_stored_descs(descs, input.size(), output.size())?;
-        let (table, count) = upload_table(device, "stored_copy descriptors", descs)?;
-        self.encode(device, encoder, input, &table, output, status, count)
-    }
 }
 
 /// [`Self::encode_timed`] over ranges of buffers (see
 /// [`crate::decode::gpu::Lz4DecodePipeline::encode_in`]): the output
 /// slice is bound as words and as 16-byte units alike.
 impl BlockPass for StoredCopyPipeline {
+    const TABLE_LABEL: &'static str = "stored_copy descriptors";
+
+    fn validate_table(
+        &self,
+        descs: &[Lz4BlockDesc],
+        input_len: u64,
+        output_len: u64,
+    ) -> Result<(), Lz4EncodeError> {
+        validate_stored_descs(descs, input_len, output_len)
+    }
+
     fn encode_in(
         &self,
         device: &wgpu::Device,

@@ -115,11 +115,10 @@ pub fn offered_extension(adapter: &wgpu::Adapter) -> Option<DriverExtension> {
     // handle for this scope; nothing is created, changed or kept through
     // it, and the guard is dropped before `adapter` can be.
     let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
-    let instance = hal.shared_instance().raw_instance();
-    let phys = hal.raw_physical_device();
-    DriverExtension::ALL
-        .into_iter()
-        .find(|&e| supported(instance, phys, e))
+    first_supported(
+        hal.shared_instance().raw_instance(),
+        hal.raw_physical_device(),
+    )
 }
 
 /// [`offered_extension`] for the adapter `device` was opened on, asked of
@@ -128,8 +127,15 @@ pub fn offered_for_device(device: &wgpu::Device) -> Option<DriverExtension> {
     // SAFETY: a read-only view of the device's Vulkan handles for this
     // scope; the physical device's properties and extension list are read.
     let hal = unsafe { device.as_hal::<Vulkan>() }?;
-    let instance = hal.shared_instance().raw_instance();
-    let phys = hal.raw_physical_device();
+    first_supported(
+        hal.shared_instance().raw_instance(),
+        hal.raw_physical_device(),
+    )
+}
+
+/// The first of [`DriverExtension::ALL`] that `phys` supports with what
+/// gpustream needs of it.
+fn first_supported(instance: &ash::Instance, phys: vk::PhysicalDevice) -> Option<DriverExtension> {
     DriverExtension::ALL
         .into_iter()
         .find(|&e| supported(instance, phys, e))
