@@ -4,29 +4,42 @@
 //! their large reads in small pieces and cut the disk to 2 MiB/s. The engine
 //! therefore keys its schedulers by the *disk*, not by `st_dev`: a
 //! partition's device number is resolved through sysfs to its parent disk.
+//!
+//! sysfs is Linux's. Other unix systems key by the filesystem's `st_dev`
+//! (one worker per mounted volume, whatever disk is under it), Windows by
+//! the volume a path lies on (its drive letter or share).
 
+#[cfg(unix)]
 use std::collections::HashMap;
+#[cfg(unix)]
 use std::sync::{Mutex, OnceLock};
 
 /// The physical device a file's reads go to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DeviceId {
     /// The disk's `major:minor` packed as `dev_t` (for files not on a block
-    /// device, such as tmpfs, the filesystem's own `st_dev`).
+    /// device, such as tmpfs, the filesystem's own `st_dev`; outside Linux
+    /// always the filesystem's `st_dev`; on Windows a hash of the volume's
+    /// name).
     pub dev: u64,
     /// The kernel's name for it (`nvme0n1`, `vda`), or `st_dev` in hex when
-    /// sysfs has no block device for it.
+    /// sysfs has no block device for it (and outside Linux); on Windows
+    /// the volume (`C:`, `\\server\share`).
     pub name: String,
     /// Whether sysfs says the disk rotates (`None` when unknown).
     pub rotational: Option<bool>,
 }
 
+#[cfg(unix)]
 fn cache() -> &'static Mutex<HashMap<u64, DeviceId>> {
     static CACHE: OnceLock<Mutex<HashMap<u64, DeviceId>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
 /// Resolves a file's `st_dev` to the physical disk holding it (cached).
+/// Outside Linux, where no sysfs says which disk holds a filesystem, the
+/// filesystem itself.
+#[cfg(unix)]
 pub fn resolve(st_dev: u64) -> DeviceId {
     if let Some(d) = cache().lock().expect("device cache").get(&st_dev) {
         return d.clone();
@@ -39,6 +52,7 @@ pub fn resolve(st_dev: u64) -> DeviceId {
     id
 }
 
+#[cfg(target_os = "linux")]
 fn resolve_uncached(st_dev: u64) -> DeviceId {
     let (maj, min) = (libc::major(st_dev), libc::minor(st_dev));
     let fallback = DeviceId {
@@ -75,5 +89,51 @@ fn resolve_uncached(st_dev: u64) -> DeviceId {
         dev,
         name,
         rotational,
+    }
+}
+
+/// The filesystem as the device: no sysfs here to find the disk under it.
+#[cfg(all(unix, not(target_os = "linux")))]
+fn resolve_uncached(st_dev: u64) -> DeviceId {
+    DeviceId {
+        dev: st_dev,
+        name: format!("dev-{st_dev:x}"),
+        rotational: None,
+    }
+}
+
+/// The volume `path` lies on, as the device its reads go to: the path's
+/// prefix (drive letter, or server and share) once made absolute. Windows
+/// has no `st_dev` in stable std; files on one volume share a worker, files
+/// on two volumes proceed in parallel. A path whose volume cannot be told
+/// (it cannot be made absolute) goes to one shared worker.
+#[cfg(windows)]
+pub fn resolve_volume(path: &std::path::Path) -> DeviceId {
+    use std::hash::{Hash, Hasher};
+    use std::path::{Component, Prefix};
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let name = match abs.components().next() {
+        Some(Component::Prefix(p)) => match p.kind() {
+            Prefix::Disk(d) | Prefix::VerbatimDisk(d) => {
+                format!("{}:", char::from(d).to_ascii_uppercase())
+            }
+            Prefix::UNC(server, share) | Prefix::VerbatimUNC(server, share) => format!(
+                "\\\\{}\\{}",
+                server.to_string_lossy(),
+                share.to_string_lossy()
+            )
+            .to_lowercase(),
+            _ => p.as_os_str().to_string_lossy().to_lowercase(),
+        },
+        _ => String::from("unknown volume"),
+    };
+    // A stable hash (not RandomState): the same volume gets the same key
+    // in every engine of the process.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    name.hash(&mut h);
+    DeviceId {
+        dev: h.finish(),
+        name,
+        rotational: None,
     }
 }

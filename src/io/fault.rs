@@ -7,7 +7,7 @@
 //! It costs a few multiplications per read, cheap enough for tests that run
 //! thousands of seeds.
 
-use super::backend::{Backend, RawRead, RawResult, Waker};
+use super::backend::{errno, Backend, RawRead, RawResult, Waker};
 
 /// What to inject and how often. Probabilities are in parts per thousand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,18 +100,18 @@ impl FaultBackend {
 impl Backend for FaultBackend {
     unsafe fn push(&mut self, mut r: RawRead) {
         if r.align > 1 && self.chance(r.ident, 6, self.cfg.refuse_direct).is_some() {
-            self.synthetic.push((r.tag, Err(libc::EINVAL)));
+            self.synthetic.push((r.tag, Err(errno::EINVAL)));
             return;
         }
         if self.chance(r.ident, 1, self.cfg.eio).is_some() {
-            self.synthetic.push((r.tag, Err(libc::EIO)));
+            self.synthetic.push((r.tag, Err(errno::EIO)));
             return;
         }
         if let Some(h) = self.chance(r.ident, 2, self.cfg.interrupt) {
             let e = if h & 1 == 0 {
-                libc::EINTR
+                errno::EINTR
             } else {
-                libc::EAGAIN
+                errno::EAGAIN
             };
             self.synthetic.push((r.tag, Err(e)));
             return;

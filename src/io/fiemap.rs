@@ -4,7 +4,11 @@
 //! the scheduler goes one step further and maps every request's file offset
 //! to a physical byte address, so requests to many files on one device can
 //! be sorted together.
+//!
+//! FIEMAP is a Linux ioctl: elsewhere files have no extents and reads are
+//! ordered by file offset ([`physical_at`] finds nothing).
 
+#[cfg(target_os = "linux")]
 use std::os::fd::RawFd;
 
 /// One mapped extent of a file.
@@ -19,6 +23,7 @@ pub struct Extent {
 }
 
 // struct fiemap / struct fiemap_extent from <linux/fiemap.h>.
+#[cfg(target_os = "linux")]
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 struct FiemapHeader {
@@ -30,6 +35,7 @@ struct FiemapHeader {
     fm_reserved: u32,
 }
 
+#[cfg(target_os = "linux")]
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
 struct FiemapExtent {
@@ -41,18 +47,25 @@ struct FiemapExtent {
     fe_reserved: [u32; 3],
 }
 
+#[cfg(target_os = "linux")]
 const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+#[cfg(target_os = "linux")]
 const FIEMAP_EXTENT_LAST: u32 = 0x1;
 // Extents whose physical address is not meaningful (delayed allocation,
 // inline data, encoded) are skipped: sorting by them would be noise.
+#[cfg(target_os = "linux")]
 const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
+#[cfg(target_os = "linux")]
 const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
+#[cfg(target_os = "linux")]
 const FIEMAP_EXTENT_NOT_ALIGNED: u32 = 0x100;
+#[cfg(target_os = "linux")]
 const BATCH: usize = 64;
 
 /// Reads up to `max_extents` extents of the open file `fd`, in file order.
 /// Stops early at the last extent. Errors (EOPNOTSUPP on tmpfs, overlayfs,
 /// ...) are returned so callers can fall back to file offsets.
+#[cfg(target_os = "linux")]
 pub fn extents(fd: RawFd, max_extents: usize) -> std::io::Result<Vec<Extent>> {
     #[repr(C)]
     struct Req {

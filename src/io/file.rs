@@ -2,16 +2,22 @@
 //! buffered otherwise, with their physical placement for the scheduler.
 
 use std::collections::HashSet;
+#[cfg(target_os = "linux")]
 use std::ffi::CString;
 use std::fs::File;
+// Descriptors, /proc, fcntl flags, statfs and statx below are Linux's.
+#[cfg(target_os = "linux")]
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+#[cfg(target_os = "linux")]
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::device::{self, DeviceId};
+use super::backend::RawFile;
+use super::device::DeviceId;
 use super::fiemap::{self, Extent};
+#[cfg(target_os = "linux")]
 use super::mapping::Mapping;
 use super::IoError;
 
@@ -23,11 +29,13 @@ pub(crate) const MAX_RETRIES: u32 = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OpenMode {
     /// O_DIRECT where the filesystem supports it, buffered otherwise (with a
-    /// one-line notice on stderr, once per filesystem).
+    /// one-line notice through `log`, once per filesystem). macOS uses
+    /// `F_NOCACHE`; Windows reads buffered.
     #[default]
     Auto,
     /// O_DIRECT; like `Auto`, falls back to buffered where the filesystem
-    /// refuses it (and says so), because a read that works beats none.
+    /// (or the OS) refuses it (and says so), because a read that works
+    /// beats none.
     Direct,
     /// Through the page cache (like DirectStorage's ForceFileBuffering):
     /// for spinning disks that benefit from read-ahead, and for files read
@@ -39,6 +47,7 @@ pub enum OpenMode {
 /// ext4 (128 MiB extents) many times over, and a fixed cost for files that
 /// are badly fragmented (offsets past the last kept extent fall back to
 /// file order).
+#[cfg(target_os = "linux")]
 const MAX_EXTENTS: usize = 4096;
 
 static NEXT_FILE_ID: AtomicU64 = AtomicU64::new(1);
@@ -58,10 +67,27 @@ pub(crate) struct FileInner {
     extents: Vec<Extent>,
     /// A second, buffered descriptor for ranges a direct read cannot do
     /// (unaligned offset, length or destination): opened on first need.
+    /// Linux only: macOS's `F_NOCACHE` takes any range on one descriptor.
+    #[cfg(target_os = "linux")]
     buffered: OnceLock<Result<File, i32>>,
     /// The whole file mapped read-only, for files read through the page
-    /// cache whose opener asked for it ([`IoFile::map_for_reads`]).
+    /// cache whose opener asked for it ([`IoFile::map_for_reads`]). Linux
+    /// only, as `mapping.rs` says why.
+    #[cfg(target_os = "linux")]
     map: OnceLock<Option<Mapping>>,
+}
+
+/// What the OS-specific open found out about a file.
+struct Opened {
+    file: File,
+    direct: bool,
+    alignment: usize,
+    len: u64,
+    /// The file's inode, where the OS has one at hand (the scheduler's
+    /// fallback order groups a file's reads by it).
+    ino: Option<u64>,
+    device: DeviceId,
+    extents: Vec<Extent>,
 }
 
 /// A file opened by the engine. Cloning is cheap (an `Arc`); the file is
@@ -84,93 +110,34 @@ impl std::fmt::Debug for IoFile {
 }
 
 /// Where a request sits on its device, for sorting. Requests with a known
-/// physical address compare by it; others (no FIEMAP) fall back to
-/// (file, offset), which keeps each file's reads in file order.
+/// physical address compare by it; others (no FIEMAP, and every file
+/// outside Linux) fall back to (file, offset), which keeps each file's
+/// reads in file order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PhysKey(pub u64, pub u64);
 
 impl IoFile {
     /// Opens `path` for reading (see [`crate::io::IoEngine::open`]).
     pub fn open(path: &Path, mode: OpenMode) -> Result<IoFile, IoError> {
-        let open_err = |source| IoError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-            open_err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "path contains a NUL byte",
-            ))
-        })?;
-        let base = libc::O_RDONLY | libc::O_CLOEXEC;
-        let want_direct = mode != OpenMode::Buffered;
-        let mut direct = false;
-        let mut fd: RawFd = -1;
-        if want_direct {
-            // SAFETY: cpath is a valid NUL-terminated string.
-            fd = unsafe { libc::open(cpath.as_ptr(), base | libc::O_DIRECT) };
-            if fd >= 0 {
-                direct = true;
-            } else {
-                let err = std::io::Error::last_os_error();
-                if err.raw_os_error() != Some(libc::EINVAL) {
-                    return Err(open_err(err));
-                }
-            }
-        }
-        if fd < 0 {
-            // SAFETY: as above.
-            fd = unsafe { libc::open(cpath.as_ptr(), base) };
-            if fd < 0 {
-                return Err(open_err(std::io::Error::last_os_error()));
-            }
-        }
-        // SAFETY: fd is a freshly opened descriptor we own.
-        let file = unsafe { File::from_raw_fd(fd) };
-        let meta = file.metadata().map_err(open_err)?;
-        if !meta.is_file() {
-            return Err(IoError::NotAFile {
-                path: path.to_path_buf(),
-            });
-        }
-        use std::os::unix::fs::MetadataExt;
-        let device = device::resolve(meta.dev());
-
-        let mut reason = None;
-        if want_direct && !direct {
-            reason = Some("the filesystem refuses O_DIRECT");
-        }
-        if direct && is_memory_fs(fd) {
-            // O_DIRECT on tmpfs is accepted by recent kernels but means
-            // nothing: the page cache *is* the storage. Read it buffered,
-            // without the alignment rules.
-            direct = false;
-            reason = Some("tmpfs keeps files in memory, O_DIRECT does not apply");
-        }
-        let file = if want_direct && !direct && reason.is_some() && fd_is_direct(fd) {
-            // Reopen without O_DIRECT for the memory filesystem case.
-            reopen_buffered(fd).map_err(|e| open_err(std::io::Error::from_raw_os_error(e)))?
-        } else {
-            file
-        };
-        if let Some(reason) = reason {
-            notice_once(meta.dev(), path, reason);
-        }
-        let alignment = if direct { direct_alignment(&cpath) } else { 1 };
-        let extents = fiemap::extents(file.as_raw_fd(), MAX_EXTENTS).unwrap_or_default();
+        let o = open_os(path, mode)?;
+        let id = NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed);
         Ok(IoFile {
             inner: Arc::new(FileInner {
-                id: NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed),
+                id,
                 path: path.to_path_buf(),
-                file,
-                direct,
+                file: o.file,
+                direct: o.direct,
                 direct_refused: AtomicBool::new(false),
-                alignment,
-                len: meta.len(),
-                ino: meta.ino(),
-                device,
-                extents,
+                alignment: o.alignment,
+                len: o.len,
+                // Without an inode, the file's own id keeps its reads
+                // together in the fallback order.
+                ino: o.ino.unwrap_or(id),
+                device: o.device,
+                extents: o.extents,
+                #[cfg(target_os = "linux")]
                 buffered: OnceLock::new(),
+                #[cfg(target_os = "linux")]
                 map: OnceLock::new(),
             }),
         })
@@ -191,7 +158,8 @@ impl IoFile {
         self.inner.len == 0
     }
 
-    /// Whether reads bypass the page cache (O_DIRECT).
+    /// Whether reads bypass the page cache (O_DIRECT; `F_NOCACHE` on macOS;
+    /// never on Windows).
     pub fn is_direct(&self) -> bool {
         self.inner.direct && !self.inner.direct_refused.load(Ordering::Relaxed)
     }
@@ -209,12 +177,13 @@ impl IoFile {
     }
 
     /// The physical device the file's reads go to (partitions resolved to
-    /// their disk).
+    /// their disk on Linux; the filesystem elsewhere, the volume on Windows).
     pub fn device(&self) -> &DeviceId {
         &self.inner.device
     }
 
-    /// How many extents FIEMAP reported (0 where unsupported).
+    /// How many extents FIEMAP reported (0 where unsupported, and outside
+    /// Linux).
     pub fn extent_count(&self) -> usize {
         self.inner.extents.len()
     }
@@ -225,7 +194,8 @@ impl IoFile {
     }
 
     /// The key the scheduler sorts this file's read at `offset` by: the
-    /// physical address from FIEMAP, or (inode, offset) where unknown.
+    /// physical address from FIEMAP, or (file, offset) where unknown: the
+    /// inode on unix, the engine's own number for the file on Windows.
     pub fn physical_key(&self, offset: u64) -> PhysKey {
         match self.physical_offset(offset) {
             Some(p) => PhysKey(0, p),
@@ -237,13 +207,14 @@ impl IoFile {
         self.inner.id
     }
 
-    pub(crate) fn direct_fd(&self) -> RawFd {
-        self.inner.file.as_raw_fd()
+    pub(crate) fn direct_fd(&self) -> RawFile {
+        raw(&self.inner.file)
     }
 
     /// The descriptor for reads that cannot go direct; the file itself
     /// when it is buffered already.
-    pub(crate) fn buffered_fd(&self) -> Result<RawFd, i32> {
+    #[cfg(target_os = "linux")]
+    pub(crate) fn buffered_fd(&self) -> Result<RawFile, i32> {
         if !self.inner.direct {
             return Ok(self.inner.file.as_raw_fd());
         }
@@ -257,6 +228,15 @@ impl IoFile {
         }
     }
 
+    /// The descriptor for reads that cannot go direct: the file itself.
+    /// Only macOS opens files uncached outside Linux, and its `F_NOCACHE`
+    /// is a cache policy, not an alignment rule: any range reads correctly
+    /// on the same descriptor.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn buffered_fd(&self) -> Result<RawFile, i32> {
+        Ok(raw(&self.inner.file))
+    }
+
     /// Maps a file read through the page cache, read-only and whole, so
     /// that [`IoFile::mapped`] can hand out its bytes without a copy; returns
     /// whether it is mapped. Direct files are not (their reads bypass the
@@ -266,6 +246,10 @@ impl IoFile {
     /// mapping installs a SIGBUS handler that turns a fault on a page past
     /// the end into a page of zeros and a mark ([`IoFile::mapping_was_cut`]),
     /// and chains every other SIGBUS to the handler installed before it.
+    ///
+    /// Linux only (`mapping.rs` says why): elsewhere this maps nothing and
+    /// returns `false`, and reads stay positioned reads.
+    #[cfg(target_os = "linux")]
     pub fn map_for_reads(&self) -> bool {
         if self.inner.direct {
             return false;
@@ -276,23 +260,47 @@ impl IoFile {
             .is_some()
     }
 
+    /// Maps a file read through the page cache (Linux only, see
+    /// `mapping.rs`): here nothing is mapped and reads stay positioned
+    /// reads, so this returns `false`.
+    #[cfg(not(target_os = "linux"))]
+    pub fn map_for_reads(&self) -> bool {
+        false
+    }
+
     /// Bytes `offset..offset + len` of the file's mapping, where
     /// [`IoFile::map_for_reads`] mapped it and the range lies inside what
     /// was mapped; `None` otherwise (read them with [`IoFile::read_cached`]).
+    #[cfg(target_os = "linux")]
     pub fn mapped(&self, offset: u64, len: usize) -> Option<&[u8]> {
         self.inner.map.get()?.as_ref()?.get(offset, len)
+    }
+
+    /// Bytes of the file's mapping: always `None` outside Linux, where
+    /// nothing is mapped ([`IoFile::map_for_reads`]).
+    #[cfg(not(target_os = "linux"))]
+    pub fn mapped(&self, _offset: u64, _len: usize) -> Option<&[u8]> {
+        None
     }
 
     /// Whether a read of the file's mapping has touched a page past the
     /// file's end (it was cut shorter while open): such pages read as
     /// zeros, so a block read from the mapping since then is checked
     /// against the file's length ([`IoFile::current_len`]).
+    #[cfg(target_os = "linux")]
     pub fn mapping_was_cut(&self) -> bool {
         self.inner
             .map
             .get()
             .and_then(Option::as_ref)
             .is_some_and(Mapping::was_cut)
+    }
+
+    /// Whether a read of the file's mapping touched a page past its end:
+    /// never outside Linux, where nothing is mapped.
+    #[cfg(not(target_os = "linux"))]
+    pub fn mapping_was_cut(&self) -> bool {
+        false
     }
 
     /// The file's length now (it may have changed since it was opened);
@@ -310,7 +318,6 @@ impl IoFile {
     /// Errors name the file, offset and length; a file opened for direct
     /// I/O is refused (its reads go through the engine).
     pub fn read_cached(&self, offset: u64, buf: &mut [u8]) -> Result<usize, IoError> {
-        use std::os::unix::fs::FileExt;
         let len = buf.len();
         let err = |done: usize, source| IoError::Read {
             path: self.inner.path.clone(),
@@ -331,11 +338,7 @@ impl IoFile {
         let mut done = 0;
         let mut interrupts = 0u32;
         while done < len {
-            match self
-                .inner
-                .file
-                .read_at(&mut buf[done..], offset + done as u64)
-            {
+            match read_file_at(&self.inner.file, &mut buf[done..], offset + done as u64) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
@@ -367,8 +370,234 @@ impl IoFile {
     }
 }
 
+/// Linux: O_DIRECT where the filesystem takes it (not on tmpfs), its
+/// alignment from statx, the disk from sysfs and the extents from FIEMAP.
+#[cfg(target_os = "linux")]
+fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
+    let open_err = |source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let cpath = CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        open_err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "path contains a NUL byte",
+        ))
+    })?;
+    let base = libc::O_RDONLY | libc::O_CLOEXEC;
+    let want_direct = mode != OpenMode::Buffered;
+    let mut direct = false;
+    let mut fd: RawFd = -1;
+    if want_direct {
+        // SAFETY: cpath is a valid NUL-terminated string.
+        fd = unsafe { libc::open(cpath.as_ptr(), base | libc::O_DIRECT) };
+        if fd >= 0 {
+            direct = true;
+        } else {
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINVAL) {
+                return Err(open_err(err));
+            }
+        }
+    }
+    if fd < 0 {
+        // SAFETY: as above.
+        fd = unsafe { libc::open(cpath.as_ptr(), base) };
+        if fd < 0 {
+            return Err(open_err(std::io::Error::last_os_error()));
+        }
+    }
+    // SAFETY: fd is a freshly opened descriptor we own.
+    let file = unsafe { File::from_raw_fd(fd) };
+    let meta = file.metadata().map_err(open_err)?;
+    if !meta.is_file() {
+        return Err(IoError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    use std::os::unix::fs::MetadataExt;
+    let device = super::device::resolve(meta.dev());
+
+    let mut reason = None;
+    if want_direct && !direct {
+        reason = Some("the filesystem refuses O_DIRECT");
+    }
+    if direct && is_memory_fs(fd) {
+        // O_DIRECT on tmpfs is accepted by recent kernels but means
+        // nothing: the page cache *is* the storage. Read it buffered,
+        // without the alignment rules.
+        direct = false;
+        reason = Some("tmpfs keeps files in memory, O_DIRECT does not apply");
+    }
+    let file = if want_direct && !direct && reason.is_some() && fd_is_direct(fd) {
+        // Reopen without O_DIRECT for the memory filesystem case.
+        reopen_buffered(fd).map_err(|e| open_err(std::io::Error::from_raw_os_error(e)))?
+    } else {
+        file
+    };
+    if let Some(reason) = reason {
+        notice_once(meta.dev(), path, reason);
+    }
+    let alignment = if direct { direct_alignment(&cpath) } else { 1 };
+    let extents = fiemap::extents(file.as_raw_fd(), MAX_EXTENTS).unwrap_or_default();
+    Ok(Opened {
+        file,
+        direct,
+        alignment,
+        len: meta.len(),
+        ino: Some(meta.ino()),
+        device,
+        extents,
+    })
+}
+
+/// Other unix systems (macOS, the BSDs): a plain open. On macOS a file
+/// opened `Auto` or `Direct` is read with `F_NOCACHE`, its nearest
+/// equivalent of O_DIRECT: reads skip the cache (the kernel takes the
+/// direct path for block-aligned ranges), and any other range still reads
+/// correctly on the same descriptor. No FIEMAP, so reads are ordered by
+/// file offset; the device is the filesystem's `st_dev` (no sysfs to find
+/// its disk).
+#[cfg(all(unix, not(target_os = "linux")))]
+fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
+    use std::os::unix::fs::MetadataExt;
+    let open_err = |source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(open_err)?;
+    let meta = file.metadata().map_err(open_err)?;
+    if !meta.is_file() {
+        return Err(IoError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    let device = super::device::resolve(meta.dev());
+    let want_direct = mode != OpenMode::Buffered;
+    let direct = want_direct && no_cache(&file);
+    if want_direct && !direct {
+        notice_once(device.dev, path, UNCACHED_UNAVAILABLE);
+    }
+    let alignment = if direct { NOCACHE_ALIGN } else { 1 };
+    Ok(Opened {
+        file,
+        direct,
+        alignment,
+        len: meta.len(),
+        ino: Some(meta.ino()),
+        device,
+        extents: Vec::new(),
+    })
+}
+
+/// Turns the page cache off for `file` (macOS's `F_NOCACHE`); whether it
+/// took.
+#[cfg(target_os = "macos")]
+fn no_cache(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl(F_NOCACHE, 1) on a descriptor `file` keeps open; it
+    // changes only the descriptor's caching policy.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_NOCACHE, 1) == 0 }
+}
+
+/// No uncached reads are implemented on this system (the BSDs' O_DIRECT
+/// is not wired up): every file is read through the page cache.
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "macos"))))]
+fn no_cache(_file: &File) -> bool {
+    false
+}
+
+/// Why a file asked to be read uncached is not, outside Linux.
+#[cfg(target_os = "macos")]
+const UNCACHED_UNAVAILABLE: &str = "the filesystem refuses F_NOCACHE";
+/// Why a file asked to be read uncached is not, outside Linux.
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "macos"))))]
+const UNCACHED_UNAVAILABLE: &str = "uncached reads are not implemented on this system";
+
+/// What uncached reads on macOS are aligned to: APFS's 4 KiB block, which
+/// is also what the runtime's staging and bounce buffers are aligned to.
+/// A range off it still reads correctly on the same descriptor.
+#[cfg(all(unix, not(target_os = "linux")))]
+const NOCACHE_ALIGN: usize = 4096;
+
+/// Windows: a plain buffered open (std's default sharing: others may read,
+/// write and delete). FILE_FLAG_NO_BUFFERING is not used: it needs
+/// sector-aligned reads into sector-aligned memory, and its sector size
+/// from another query. No extents, so reads are ordered by file offset;
+/// the device is the volume (drive or share) the path lies on.
+#[cfg(windows)]
+fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
+    let open_err = |source| IoError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(|e| {
+        // Windows refuses to open a directory as a file (access denied):
+        // report it as what it is, as unix's open-then-fstat does.
+        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            IoError::NotAFile {
+                path: path.to_path_buf(),
+            }
+        } else {
+            open_err(e)
+        }
+    })?;
+    let meta = file.metadata().map_err(open_err)?;
+    if !meta.is_file() {
+        return Err(IoError::NotAFile {
+            path: path.to_path_buf(),
+        });
+    }
+    let device = super::device::resolve_volume(path);
+    if mode != OpenMode::Buffered {
+        notice_once(
+            device.dev,
+            path,
+            "unbuffered reads are not implemented on Windows",
+        );
+    }
+    Ok(Opened {
+        file,
+        direct: false,
+        alignment: 1,
+        len: meta.len(),
+        ino: None,
+        device,
+        extents: Vec::new(),
+    })
+}
+
+/// The OS handle behind `file`, for the backends.
+#[cfg(unix)]
+fn raw(file: &File) -> RawFile {
+    use std::os::fd::AsRawFd;
+    file.as_raw_fd()
+}
+
+/// The OS handle behind `file`, for the backends.
+#[cfg(windows)]
+fn raw(file: &File) -> RawFile {
+    use std::os::windows::io::AsRawHandle;
+    file.as_raw_handle()
+}
+
+/// One positioned read of `file`.
+#[cfg(unix)]
+fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+/// One positioned read of `file`: `seek_read` takes the offset with the
+/// read (it also moves the handle's file position, which no reader here
+/// uses).
+#[cfg(windows)]
+fn read_file_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
 /// Reopens the file behind `fd` without O_DIRECT through /proc, which works
-/// even after the file was renamed or unlinked.
+/// even after the file was renamed or unlinked. `/proc/self/fd` is Linux's.
+#[cfg(target_os = "linux")]
 fn reopen_buffered(fd: RawFd) -> Result<File, i32> {
     let p = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
     // SAFETY: p is a valid C string.
@@ -382,6 +611,7 @@ fn reopen_buffered(fd: RawFd) -> Result<File, i32> {
     Ok(unsafe { File::from_raw_fd(nfd) })
 }
 
+#[cfg(target_os = "linux")]
 fn fd_is_direct(fd: RawFd) -> bool {
     // SAFETY: fcntl(F_GETFL) on a valid descriptor.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
@@ -391,6 +621,7 @@ fn fd_is_direct(fd: RawFd) -> bool {
 // f_type and the magic constants are c_long or narrower depending on the
 // architecture; widening them all to i64 is a no-op cast on x86_64.
 #[allow(clippy::unnecessary_cast)]
+#[cfg(target_os = "linux")]
 fn is_memory_fs(fd: RawFd) -> bool {
     // SAFETY: zeroed statfs is a valid out-parameter.
     let mut s: libc::statfs = unsafe { std::mem::zeroed() };
@@ -406,6 +637,7 @@ fn is_memory_fs(fd: RawFd) -> bool {
 /// The direct-I/O alignment from statx (STATX_DIOALIGN, Linux 6.1+): the
 /// larger of the offset and memory alignments. 4096 when statx cannot say,
 /// which is safe for every sector size Linux supports.
+#[cfg(target_os = "linux")]
 fn direct_alignment(cpath: &CString) -> usize {
     // SAFETY: zeroed statx is a valid out-parameter.
     let mut st: libc::statx = unsafe { std::mem::zeroed() };

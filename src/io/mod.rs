@@ -1,14 +1,18 @@
 //! The I/O engine: bytes off the disk into caller-owned memory.
 //!
 //! - Two backends with the same semantics: io_uring ([`BackendKind::IoUring`],
-//!   many reads per `io_uring_enter`, registered files) and a `pread` thread
-//!   pool ([`BackendKind::Threads`]), chosen by [`BackendKind::Auto`]
-//!   (`GPUSTREAM_IO=threads` forces the pool).
+//!   many reads per `io_uring_enter`, registered files; Linux only) and a
+//!   `pread` thread pool ([`BackendKind::Threads`]; positioned `ReadFile`
+//!   on Windows), chosen by [`BackendKind::Auto`] (`GPUSTREAM_IO=threads`
+//!   forces the pool).
 //! - Files open with O_DIRECT where the filesystem allows ([`IoFile`]), so
-//!   the page cache neither flatters benchmarks nor costs a copy.
+//!   the page cache neither flatters benchmarks nor costs a copy (macOS:
+//!   `F_NOCACHE`; Windows: buffered).
 //! - One worker per physical disk sorts pending reads by their FIEMAP
 //!   position and serves priorities by an aging rule (see `sched.rs` and
-//!   docs/io.md), keeping up to the queue depth in flight.
+//!   docs/io.md), keeping up to the queue depth in flight. Outside Linux a
+//!   worker serves a filesystem (a volume on Windows) and sorts by file
+//!   offset.
 //! - `plan_reads` coalesces nearby ranges, [`align_range`] rounds a range
 //!   to the direct-I/O alignment.
 //! - [`FaultConfig`] wraps either backend in a seeded fault injector.
@@ -26,6 +30,10 @@ mod error;
 mod fault;
 crate::tools_pub_mod!(fiemap);
 mod file;
+// The mapping's SIGBUS handling is written against Linux's signal and
+// fault behaviour (`mapping.rs`); elsewhere buffered files are read with
+// positioned reads.
+#[cfg(target_os = "linux")]
 mod mapping;
 mod plan;
 mod sched;
@@ -247,6 +255,9 @@ impl IoEngine {
                 Resolved::Uring
             }
             BackendKind::Auto if env == "threads" => Resolved::Threads,
+            // Only Linux has io_uring: elsewhere the pool is the backend,
+            // not a fallback worth a notice.
+            BackendKind::Auto if !cfg!(target_os = "linux") => Resolved::Threads,
             BackendKind::Auto => match backend::uring_available() {
                 Ok(()) => Resolved::Uring,
                 Err(e) => {
@@ -338,7 +349,8 @@ impl IoEngine {
     /// Opens a file for reading: O_DIRECT unless `mode` is
     /// [`OpenMode::Buffered`] or the filesystem refuses it or keeps files in
     /// memory (tmpfs), in which case it is read buffered and a one-line
-    /// notice is printed once per filesystem.
+    /// notice is logged once per filesystem. macOS reads uncached with
+    /// `F_NOCACHE` instead; Windows reads buffered (with that notice).
     pub fn open(&self, path: impl AsRef<Path>, mode: OpenMode) -> Result<IoFile, IoError> {
         IoFile::open(path.as_ref(), mode)
     }
@@ -358,8 +370,8 @@ impl IoEngine {
         };
         let b: Box<dyn Backend> = match self.kind {
             Resolved::Threads => threads(),
-            Resolved::Uring => match backend::uring::UringBackend::new(qd, self.counters.clone()) {
-                Ok(b) => Box::new(b),
+            Resolved::Uring => match backend::uring(qd, self.counters.clone()) {
+                Ok(b) => b,
                 Err(e) => {
                     log::warn!("creating an io_uring failed ({e}), reading with a thread pool");
                     threads()
@@ -383,7 +395,9 @@ impl IoEngine {
     /// neither read nor written by anyone else, from this call until that
     /// op's completion has been received from `done` (or until the engine
     /// is dropped, which waits for all reads). Ops must not overlap each
-    /// other's destinations.
+    /// other's destinations. On Windows the destination must also hold
+    /// initialized bytes (any values): the read goes through std's
+    /// `seek_read`, which takes a `&mut [u8]`.
     pub unsafe fn submit(&self, ops: Vec<ReadOp>, done: Sender<ReadCompletion>) {
         let mut by_dev: HashMap<u64, Vec<(ReadOp, Sender<ReadCompletion>)>> = HashMap::new();
         for op in ops {

@@ -13,6 +13,8 @@
 
 /// Below this many bytes the copy is an ordinary one: streaming stores
 /// pay off on lines nobody reads soon, and a short read's bytes may be.
+/// (Only the x86-64 copy streams.)
+#[cfg(target_arch = "x86_64")]
 const STREAM_MIN: usize = 4096;
 
 /// Copies `len` bytes from `src` to `dst`, with non-temporal stores where

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 
 use crossbeam::channel::Sender;
 
-use super::backend::{Backend, Counters, RawRead, RawResult, Waker, MAX_ATTEMPT};
+use super::backend::{errno, Backend, Counters, RawRead, RawResult, Waker, MAX_ATTEMPT};
 use super::fault::mix;
 use super::sched::{Queued, Scheduler};
 use super::{IoError, ReadCompletion, ReadOp};
@@ -188,7 +188,7 @@ pub(crate) fn run(
                         c.short_reads.fetch_add(1, Ordering::Relaxed);
                     }
                 }
-                Err(libc::EINTR) | Err(libc::EAGAIN) => {
+                Err(errno::EINTR) | Err(errno::EAGAIN) => {
                     c.retries.fetch_add(1, Ordering::Relaxed);
                 }
                 Err(_) => {}
@@ -312,12 +312,12 @@ fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFl
 fn settle_mapped(f: &InFlight, res: RawResult) -> RawResult {
     let file = &f.q.op.file;
     match res {
-        Ok(_) if f.attempt_mapped && file.mapping_was_cut() => Err(libc::EAGAIN),
+        Ok(_) if f.attempt_mapped && file.mapping_was_cut() => Err(errno::EAGAIN),
         Ok(n) if f.attempt_mapped => {
             let off = f.q.op.offset + f.done as u64;
             match file.current_len() {
                 Some(end) => Ok(n.min(end.saturating_sub(off).try_into().unwrap_or(usize::MAX))),
-                None => Err(libc::EIO),
+                None => Err(errno::EIO),
             }
         }
         res => res,
@@ -345,10 +345,10 @@ fn finish_attempt(
                 return None;
             }
         }
-        Err(libc::EINTR) | Err(libc::EAGAIN) | Err(libc::EINVAL) if f.retries < MAX_RETRIES => {
-            if res == Err(libc::EINVAL) {
+        Err(errno::EINTR) | Err(errno::EAGAIN) | Err(errno::EINVAL) if f.retries < MAX_RETRIES => {
+            if res == Err(errno::EINVAL) {
                 if !f.attempt_direct {
-                    return fail(f, libc::EINVAL);
+                    return fail(f, errno::EINVAL);
                 }
                 // The filesystem took O_DIRECT at open but refuses the
                 // read: continue through the page cache.
@@ -356,7 +356,7 @@ fn finish_attempt(
             }
             f.retries += 1;
         }
-        Err(libc::EINTR) | Err(libc::EAGAIN) => {
+        Err(errno::EINTR) | Err(errno::EAGAIN) => {
             let e = IoError::RetriesExhausted {
                 path: op.file.path().to_path_buf(),
                 offset: op.offset,

@@ -11,8 +11,41 @@ use super::{
 use crate::codec::MAX_BLOCK_SIZE;
 use std::collections::HashMap;
 use std::fs::File;
+#[cfg(unix)]
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+#[cfg(windows)]
+use windows_read::ReadExactAt as _;
+
+/// `read_exact_at` on Windows, where std has only the single positioned
+/// read `seek_read` (unix's `FileExt::read_exact_at` is std's own).
+#[cfg(windows)]
+mod windows_read {
+    use std::os::windows::fs::FileExt;
+
+    pub(super) trait ReadExactAt {
+        /// Fills `buf` from `offset` on, or fails (`UnexpectedEof` where
+        /// the file ends first), as unix's `read_exact_at` does.
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
+    }
+
+    impl ReadExactAt for std::fs::File {
+        fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+            while !buf.is_empty() {
+                match self.seek_read(buf, offset) {
+                    Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                    Ok(n) => {
+                        buf = &mut buf[n..];
+                        offset += n as u64;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(())
+        }
+    }
+}
 
 thread_local! {
     /// Where a conditioned block is decoded before its transform is undone

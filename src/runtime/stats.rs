@@ -177,6 +177,7 @@ impl QueueStats {
 /// is unavailable). Used to time the submission thread inside wgpu calls:
 /// wall time there includes preemption, which on a loaded machine swamps
 /// what the call itself costs.
+#[cfg(unix)]
 pub(crate) fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
@@ -189,4 +190,12 @@ pub(crate) fn thread_cpu_ns() -> u64 {
         return 0;
     }
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPU time the calling thread has run: unavailable here (0). The
+/// per-thread CPU clock is POSIX's `CLOCK_THREAD_CPUTIME_ID`; on Windows
+/// the submission-thread figures in `RuntimeStats` read 0.
+#[cfg(not(unix))]
+pub(crate) fn thread_cpu_ns() -> u64 {
+    0
 }

@@ -1,5 +1,7 @@
 //! The `pread` thread pool: the fallback where io_uring is unavailable (old
-//! kernels, seccomp sandboxes) or forced with `GPUSTREAM_IO=threads`. One
+//! kernels, seccomp sandboxes, every OS but Linux) or forced with
+//! `GPUSTREAM_IO=threads`. Each read is one positioned read
+//! ([`super::read_at`]: `pread`, or `ReadFile` at an offset on Windows). One
 //! pool per device worker, as many threads as the queue depth, so the
 //! device sees the same number of requests in flight as with io_uring.
 //! The io_uring backend hands it its buffered reads too (`uring.rs`), and
@@ -10,7 +12,7 @@ use std::thread::JoinHandle;
 
 use crossbeam::channel::{self, Receiver, Sender};
 
-use super::{Backend, RawRead, RawResult, Waker};
+use super::{errno, read_at, Backend, RawRead, RawResult, Waker};
 use crate::io::stream_copy::copy_streaming;
 
 enum Event {
@@ -53,16 +55,7 @@ impl ThreadsBackend {
                             // SAFETY: the worker keeps fd open and dest
                             // valid for len bytes until this completion is
                             // reaped.
-                            let n = unsafe {
-                                libc::pread(r.fd, r.dest.cast(), r.len as usize, r.offset as i64)
-                            };
-                            if n < 0 {
-                                Err(std::io::Error::last_os_error()
-                                    .raw_os_error()
-                                    .unwrap_or(libc::EIO))
-                            } else {
-                                Ok(n as usize)
-                            }
+                            unsafe { read_at(r.fd, r.dest, r.len as usize, r.offset) }
                         } else {
                             // SAFETY: the worker keeps the file (so its
                             // mapping, `mapped..+len`) and `dest..+len`
@@ -100,7 +93,7 @@ impl Backend for ThreadsBackend {
         if sent != Some(true) {
             // Cannot happen while self is alive (the pool holds the
             // receiver); report it as an error rather than losing it.
-            let _ = self.events_tx.send(Event::Done(tag, Err(libc::EIO)));
+            let _ = self.events_tx.send(Event::Done(tag, Err(errno::EIO)));
         }
     }
 

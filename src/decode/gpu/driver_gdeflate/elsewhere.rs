@@ -26,13 +26,19 @@ pub fn request_device(
     pollster::block_on(adapter.request_device(desc))
 }
 
-/// Never built here.
-pub enum DriverBuffer {}
+/// Never built here (the uninhabited field: no value can exist). Its
+/// `buffer` field matches the Vulkan one, so the runtime's code that reads
+/// it compiles on every OS.
+pub struct DriverBuffer {
+    /// The wgpu view of it.
+    pub buffer: wgpu::Buffer,
+    _never: std::convert::Infallible,
+}
 
 impl DriverBuffer {
-    /// Unreachable: no value exists.
+    /// Its size in bytes (unreachable: no value exists).
     pub fn size(&self) -> u64 {
-        match *self {}
+        self.buffer.size()
     }
 }
 
