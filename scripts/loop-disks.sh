@@ -25,7 +25,9 @@ set -euo pipefail
 
 STATE=${GPUSTREAM_DISKS_DIR:-/var/tmp/gpustream-disks}
 SIZE=${GPUSTREAM_DISK_SIZE:-1G}
-CGROUP=/sys/fs/cgroup/blkio/gpustream-disks
+# Tests name their own cgroup (GPUSTREAM_DISKS_CGROUP) and state directory,
+# so they never touch disks a person brought up.
+CGROUP=/sys/fs/cgroup/blkio/${GPUSTREAM_DISKS_CGROUP:-gpustream-disks}
 
 need_root() {
     if [ "$(id -u)" != 0 ]; then
@@ -37,7 +39,11 @@ need_root() {
 down() {
     if [ -f "$STATE/devices" ]; then
         while read -r dev mnt; do
-            umount "$mnt" 2>/dev/null || true
+            # A process that has just closed its files may still hold the
+            # mount for a moment; past that, detach it lazily so the loop
+            # device goes once the last file on it closes.
+            umount "$mnt" 2>/dev/null || { sleep 1; umount "$mnt" 2>/dev/null; } ||
+                umount -l "$mnt" 2>/dev/null || true
             rmdir "$mnt" 2>/dev/null || true
             losetup -d "$dev" 2>/dev/null || true
         done <"$STATE/devices"

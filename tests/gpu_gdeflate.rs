@@ -579,7 +579,7 @@ fn the_gdeflate_decoder_is_chosen_and_reported() {
     };
     let env_forces =
         std::env::var(GDeflateDecoderPreference::ENV).is_ok_and(|v| !v.trim().is_empty());
-    let auto = runtime(GDeflateDecoderPreference::Auto);
+    let auto = runtime(GDeflateDecoderPreference::Driver);
     let choice = auto
         .gdeflate_decoder()
         .expect("GDeflate decodes on the GPU")
@@ -604,7 +604,7 @@ fn the_gdeflate_decoder_is_chosen_and_reported() {
             .expect("GDeflate on the GPU")
             .clone();
         assert_eq!(choice.kind, GDeflateDecoderKind::Wgsl);
-        assert!(choice.reason.starts_with("forced (configured)"), "{choice}");
+        assert!(choice.reason.starts_with("preferred (configured)"), "{choice}");
     }
     let Some(d) = DriverGDeflate::new(&ctx.device) else {
         assert!(enabled.is_none());

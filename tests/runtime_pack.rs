@@ -1106,18 +1106,19 @@ fn stream_textures_with(
             "GDeflate pages went to the GPU decoder: {st:?}"
         );
         // The decoder the runtime says it chose is the one that ran: the
-        // driver's where the device has it enabled (tools open devices with
-        // it where the driver offers it), else WGSL.
+        // driver's where it is asked for and the device has it enabled
+        // (tools open devices with it where the driver offers it), else
+        // WGSL, the default.
         use gpustream::decode::gpu::driver_gdeflate;
         use gpustream::decode::gpu::GDeflateDecoderKind;
         let choice = rt.gdeflate_decoder().cloned();
         if gpu_decompression {
             let choice = choice.expect("a GDeflate decoder on the GPU");
             let enabled = driver_gdeflate::enabled_extension(&ctx.device);
-            let forced =
-                std::env::var("GPUSTREAM_GDEFLATE_DECODER").is_ok_and(|v| v.trim() == "wgsl");
-            match (enabled, forced) {
-                (Some(e), false) => {
+            let asked =
+                std::env::var("GPUSTREAM_GDEFLATE_DECODER").is_ok_and(|v| v.trim() == "driver");
+            match (enabled, asked) {
+                (Some(e), true) => {
                     assert_eq!(choice.kind, GDeflateDecoderKind::Driver(e), "{choice}")
                 }
                 _ => assert_eq!(choice.kind, GDeflateDecoderKind::Wgsl, "{choice}"),

@@ -64,10 +64,10 @@ pub fn run(_args: Args) -> CliResult {
 }
 
 /// The GDeflate decoder a runtime on `device` would run, and why (the
-/// preference from GPUSTREAM_GDEFLATE_DECODER, else auto).
+/// preference from GPUSTREAM_GDEFLATE_DECODER, else the default).
 pub(crate) fn gdeflate_choice(device: &wgpu::Device) -> String {
     use gpustream::decode::gpu::{driver_gdeflate, GDeflateDecoderPreference};
-    match GDeflateDecoderPreference::Auto.resolve() {
+    match GDeflateDecoderPreference::default().resolve() {
         Ok((pref, source)) => {
             driver_gdeflate::choose(driver_gdeflate::support(device), pref, source).to_string()
         }

@@ -129,11 +129,13 @@ pub(crate) struct RunPartDone {
 /// core's cache when crc32c and the decoder go over them, where a whole
 /// run read first (up to `max_read`, 1 MiB) would have left the cache by
 /// the time its last blocks are decoded. A block that several parts of the
-/// run share is read once.
+/// run share is read once. `in_place`: staging is ordinary memory, which
+/// decoders may write directly (see [`decode_part`]).
 pub(crate) fn read_and_decode(
     pf: &PackFile,
     parts: Vec<RunPart>,
     jobs: Vec<Option<Arc<JobHot>>>,
+    in_place: bool,
     mut report: impl FnMut(RunPartDone),
 ) {
     READ_BUF.with(|b| {
@@ -171,7 +173,7 @@ pub(crate) fn read_and_decode(
             if let Some((j, bytes)) = mapped {
                 read = Some((stored as u64, t.elapsed().as_nanos() as u64));
                 let (r, copied) =
-                    decode_part(&part, bytes, &j.ctl, j.claim.as_ref(), writer.as_mut());
+                    decode_part(&part, bytes, &j.ctl, j.claim.as_ref(), writer.as_mut(), in_place);
                 if !pf.file.mapping_was_cut() {
                     from_mapping = Some((failed_short(pf, &part, r), copied));
                 }
@@ -217,6 +219,7 @@ pub(crate) fn read_and_decode(
                     &j.ctl,
                     j.claim.as_ref(),
                     writer.as_mut(),
+                    in_place,
                 ),
             };
             report(RunPartDone {
@@ -332,12 +335,15 @@ fn decode_block(part: &Part, stored: &[u8], out: &mut [u8]) -> Result<(), Reques
 /// GPU-bound parts write their bytes tightly packed into their staging slot
 /// (`staging`); the GPU's stored-copy pass lays rows out for the
 /// destination, so no thread here re-pitches rows.
+/// `staging_is_host_memory`: the slot is ordinary, cached memory (a CPU
+/// adapter's), which a decoder may read back as it writes.
 pub(crate) fn decode_part(
     part: &Part,
     stored: &[u8],
     ctl: &JobCtl,
     claim: Option<&HostClaim>,
     staging: Option<&mut SlotWriter>,
+    staging_is_host_memory: bool,
 ) -> (Result<(), RequestError>, u64) {
     let size = part.block.size as usize;
     let take = part.take.start as usize..part.take.end as usize;
@@ -443,7 +449,17 @@ pub(crate) fn decode_part(
             let (body, pad) = out.split_at_mut(take.len());
             // Buffer copies move whole words: the slot's tail is zeroed.
             pad.fill(0);
-            if whole {
+            // A decoder reads back what it wrote (every LZ77 match), and a
+            // GPU's staging slot may be write-combined memory, which the
+            // CPU reads uncached: on an H100, GDeflate decoded into staging
+            // slots took 379 CPU s/GB, 48 times the hand-written loop
+            // running the same decoder into ordinary memory
+            // (docs/results.md). There a block is decoded into this
+            // thread's scratch and copied out once, which writes the slot
+            // sequentially and never reads it. Stored blocks, and every
+            // block where staging is ordinary memory (a CPU adapter's),
+            // go straight into the slot.
+            if whole && (staging_is_host_memory || part.block.codec == crate::codec::Codec::None) {
                 return (decode_block(part, stored, body), stored_copy(body.len()));
             }
             with_scratch(size, |scratch| match decode_block(part, stored, scratch) {

@@ -74,6 +74,11 @@ pub(crate) struct Dispatcher {
     /// A decode thread holds its runs' reports back while more than this
     /// many tasks wait in the pool (see `spawn_cached`).
     hold_while: usize,
+    /// Staging is ordinary memory (the adapter is a CPU), so decode
+    /// threads decode straight into their slots; elsewhere it may be
+    /// write-combined, and they decode into scratch and copy out
+    /// (`cpu_decode::decode_part`).
+    staging_is_host_memory: bool,
     jobs: JobTable,
     schedule: Schedule,
     reads: Reads,
@@ -146,6 +151,9 @@ impl Dispatcher {
             gpu_rx,
             pool: cpu_decode::Pool::new(cpu_threads, send_held)?,
             hold_while: cpu_threads.max(1),
+            staging_is_host_memory: gpu
+                .as_ref()
+                .is_none_or(GpuBatcher::staging_is_host_memory),
             jobs: JobTable::default(),
             schedule: Schedule::default(),
             reads,
@@ -523,6 +531,7 @@ impl Dispatcher {
             None => (None, None),
         };
         let tx = self.cpu_tx.clone();
+        let in_place = self.staging_is_host_memory;
         self.pool.spawn(move || {
             let t0 = Instant::now();
             let bytes: &[u8] = std::ops::Deref::deref(&*data);
@@ -532,6 +541,7 @@ impl Dispatcher {
                 &job.ctl,
                 job.claim.as_ref(),
                 writer.as_mut(),
+                in_place,
             );
             // Let go of the read buffer before reporting, so the read stage
             // can take it back into its pool.
@@ -571,12 +581,13 @@ impl Dispatcher {
             .collect();
         let tx = self.cpu_tx.clone();
         let (waiting, hold_while) = (self.pool.waiting(), self.hold_while);
+        let in_place = self.staging_is_host_memory;
         self.pool.spawn(move || {
             HELD.with(|held| {
                 let mut held = held.borrow_mut();
                 let (to, done) = &mut *held;
                 to.get_or_insert(tx);
-                cpu_decode::read_and_decode(&pf, parts, jobs, |d| {
+                cpu_decode::read_and_decode(&pf, parts, jobs, in_place, |d| {
                     done.push(CpuDone {
                         staged: d.staged,
                         part: d.part,

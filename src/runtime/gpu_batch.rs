@@ -245,6 +245,13 @@ pub(crate) struct BatchLinks {
 }
 
 impl GpuBatcher {
+    /// Whether staging buffers are ordinary, cached host memory: only
+    /// where the adapter is a CPU (lavapipe, llvmpipe). A GPU's mapped
+    /// upload memory may be write-combined, slow for the CPU to read.
+    pub(crate) fn staging_is_host_memory(&self) -> bool {
+        self.device.adapter_info().device_type == wgpu::DeviceType::Cpu
+    }
+
     /// The stage for a device. `verify` checks every pack block's crc32c on
     /// the GPU.
     pub fn new(

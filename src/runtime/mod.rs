@@ -83,11 +83,12 @@ pub struct RuntimeConfig {
     /// [`RuntimeError::Config`].
     pub lz4_decode_path: Option<crate::decode::gpu::Lz4DecodePath>,
     /// Which GDeflate decoder runs on the GPU (default
-    /// [`GDeflateDecoderPreference::Auto`](crate::decode::gpu::GDeflateDecoderPreference):
-    /// the driver's own where the device was opened with
-    /// `VK_EXT/NV_memory_decompression`, else WGSL). `Wgsl` forces the
-    /// WGSL decoder, which flags malformed pages; the environment variable
-    /// `GPUSTREAM_GDEFLATE_DECODER` (`auto`, `wgsl`) overrides this.
+    /// [`GDeflateDecoderPreference::Wgsl`](crate::decode::gpu::GDeflateDecoderPreference),
+    /// which flags malformed pages and measured faster than a driver's).
+    /// `Driver` runs the driver's own where the device was opened with
+    /// `VK_EXT/NV_memory_decompression`, else WGSL; the environment
+    /// variable `GPUSTREAM_GDEFLATE_DECODER` (`wgsl`, `driver`) overrides
+    /// this.
     /// [`Runtime::gdeflate_decoder`] says which runs and why.
     pub gdeflate_decoder: crate::decode::gpu::GDeflateDecoderPreference,
     /// Check the crc32c of blocks the GPU reads from the pack (default

@@ -107,9 +107,17 @@ pub struct Args {
     #[arg(long)]
     quick: bool,
     /// Size of the demo pack to build, in MiB of uncompressed data
-    /// (default 128, or 64 with --quick).
+    /// (default 128, or 64 with --quick). With `--devices`, the size of
+    /// each device's pack (default 1024, or 256 with --quick).
     #[arg(long)]
     demo_mib: Option<u64>,
+    /// Directories on separate devices (comma-separated): one pack of
+    /// stored blobs on each, streamed by one runtime all at once, against
+    /// the sum of each device alone measured in the same run.
+    /// `scripts/loop-disks.sh` makes simulated devices with their own
+    /// bandwidth limits.
+    #[arg(long, value_delimiter = ',', value_name = "DIRS")]
+    devices: Option<Vec<PathBuf>>,
 }
 
 /// What every row of one run shares.
@@ -133,6 +141,16 @@ struct Plan {
 pub fn run(args: Args) -> CliResult {
     let quick = args.quick;
     let iters = args.iters.unwrap_or(if quick { 2 } else { 3 }).max(1);
+    if let Some(dirs) = &args.devices {
+        let mib = args.demo_mib.unwrap_or(if quick { 256 } else { 1024 });
+        let r = super::devices::bench(dirs, mib, iters)?;
+        super::devices::print_bench(&r);
+        if let Some(path) = &args.json {
+            super::report::json::write_json(path, &r)?;
+            println!("wrote {}", path.display());
+        }
+        return Ok(());
+    }
     let staging =
         args.staging
             .clone()

@@ -10,7 +10,9 @@
 //!
 //! - `grid`: read size x queue depth x pattern, blocking reads vs the engine;
 //! - `fio`: the engine against fio on the same reads (`--fio`, `--fio-only`);
-//! - `files`: a directory in name order vs physical order (`--files`).
+//! - `files`: a directory in name order vs physical order (`--files`);
+//! - `--devices` (in `cli::devices`, shared with `bench --devices`): 1..N
+//!   devices at once by read size, Gray's striping table.
 
 mod files;
 mod fio;
@@ -74,6 +76,14 @@ pub struct Args {
     /// name order.
     #[arg(long)]
     create_files: Option<usize>,
+    /// Gray's striping table: directories on separate devices
+    /// (comma-separated), one pack of stored blobs on each, read 1, 2, ...,
+    /// N devices at once with 64 KiB, 256 KiB and 1 MiB reads.
+    #[arg(long, value_delimiter = ',', value_name = "DIRS", conflicts_with_all = ["file", "files"])]
+    devices: Option<Vec<PathBuf>>,
+    /// With --devices: MiB per device's pack (default 512, 128 with --quick).
+    #[arg(long, requires = "devices")]
+    devices_mib: Option<u64>,
 }
 
 /// Parses a size such as `4GiB`, `512k` or `1.5 MB` (binary units either way).
@@ -148,6 +158,17 @@ struct SweepReport {
 pub fn run(args: Args) -> CliResult {
     if let Some(dir) = &args.files {
         return files::run(dir, args.create_files);
+    }
+    if let Some(dirs) = &args.devices {
+        let mib = args.devices_mib.unwrap_or(if args.quick { 128 } else { 512 });
+        let sizes = [64 << 10, 256 << 10, 1 << 20];
+        let r = super::devices::sweep(dirs, mib, &sizes, if args.quick { 1 } else { 3 })?;
+        super::devices::print_sweep(&r);
+        if let Some(path) = &args.json {
+            report::json::write_json(path, &r)?;
+            println!("wrote {}", path.display());
+        }
+        return Ok(());
     }
     let Some(path) = args.file.clone() else {
         return Err("give a file to sweep (create one with --create 4GiB) or --files <dir>".into());
