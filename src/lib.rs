@@ -41,6 +41,23 @@ macro_rules! tools_pub_mod {
 }
 pub(crate) use tools_pub_mod;
 
+/// An item public with the `tools` feature and crate-private without it:
+/// for items the tools, tests and benchmarks reach that an engine has no
+/// use for (the raw read engine's `submit`, fault injection, trace
+/// reading), so the engine's API stays the streaming runtime's.
+macro_rules! tools_pub {
+    ($(#[$meta:meta])* $kind:ident $($rest:tt)*) => {
+        #[cfg(feature = "tools")]
+        $(#[$meta])*
+        pub $kind $($rest)*
+        #[cfg(not(feature = "tools"))]
+        #[allow(dead_code, unused_imports)]
+        $(#[$meta])*
+        pub(crate) $kind $($rest)*
+    };
+}
+pub(crate) use tools_pub;
+
 pub mod codec;
 pub mod completion;
 pub mod decode;

@@ -604,7 +604,10 @@ fn the_gdeflate_decoder_is_chosen_and_reported() {
             .expect("GDeflate on the GPU")
             .clone();
         assert_eq!(choice.kind, GDeflateDecoderKind::Wgsl);
-        assert!(choice.reason.starts_with("preferred (configured)"), "{choice}");
+        assert!(
+            choice.reason.starts_with("preferred (configured)"),
+            "{choice}"
+        );
     }
     let Some(d) = DriverGDeflate::new(&ctx.device) else {
         assert!(enabled.is_none());

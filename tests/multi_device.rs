@@ -58,7 +58,8 @@ struct Disks {
 
 impl Disks {
     fn up(n: usize) -> Result<Disks, String> {
-        let state = std::env::temp_dir().join(format!("gpustream-multi-device-{}", std::process::id()));
+        let state =
+            std::env::temp_dir().join(format!("gpustream-multi-device-{}", std::process::id()));
         let cgroup = format!("gpustream-test-{}", std::process::id());
         let mut d = Disks {
             state,
@@ -106,8 +107,12 @@ impl Disks {
         self.disks
             .iter()
             .map(|(name, _)| {
-                let s = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap_or_default();
-                s.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or(0)
+                let s =
+                    std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap_or_default();
+                s.split_whitespace()
+                    .nth(2)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
             })
             .collect()
     }
@@ -115,7 +120,10 @@ impl Disks {
 
 impl Drop for Disks {
     fn drop(&mut self) {
-        let _ = std::fs::write("/sys/fs/cgroup/blkio/cgroup.procs", std::process::id().to_string());
+        let _ = std::fs::write(
+            "/sys/fs/cgroup/blkio/cgroup.procs",
+            std::process::id().to_string(),
+        );
         let _ = self.script().arg("down").output();
     }
 }
@@ -167,13 +175,22 @@ fn no_device_idles_while_another_has_work_queued() {
     disks.enter();
 
     let runtime = Runtime::without_gpu(RuntimeConfig::default()).unwrap();
-    let opened: Vec<_> = packs.iter().map(|p| runtime.open_pack(p).unwrap()).collect();
+    let opened: Vec<_> = packs
+        .iter()
+        .map(|p| runtime.open_pack(p).unwrap())
+        .collect();
     for pf in &opened {
         assert!(pf.is_direct(), "the pack should be read with O_DIRECT");
     }
     let mems: Vec<Vec<HostMemory>> = opened
         .iter()
-        .map(|pf| pf.pack().assets().iter().map(|a| HostMemory::new(a.size as usize)).collect())
+        .map(|pf| {
+            pf.pack()
+                .assets()
+                .iter()
+                .map(|a| HostMemory::new(a.size as usize))
+                .collect()
+        })
         .collect();
 
     // Sample each disk's sectors read every 50 ms while the pass runs.
@@ -184,7 +201,10 @@ fn no_device_idles_while_another_has_work_queued() {
         std::thread::spawn(move || {
             let read = |n: &String| -> u64 {
                 let s = std::fs::read_to_string(format!("/sys/block/{n}/stat")).unwrap_or_default();
-                s.split_whitespace().nth(2).and_then(|v| v.parse().ok()).unwrap_or(0)
+                s.split_whitespace()
+                    .nth(2)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0)
             };
             let t0 = Instant::now();
             let mut samples = Vec::new();
@@ -204,7 +224,10 @@ fn no_device_idles_while_another_has_work_queued() {
     for (pf, mem) in opened.iter().zip(&mems) {
         for (k, m) in mem.iter().enumerate() {
             queue
-                .enqueue(Request::new(Source::blob(pf, AssetId(k as u32)), Destination::memory(m)))
+                .enqueue(Request::new(
+                    Source::blob(pf, AssetId(k as u32)),
+                    Destination::memory(m),
+                ))
                 .unwrap();
         }
     }
@@ -214,7 +237,11 @@ fn no_device_idles_while_another_has_work_queued() {
     fence.wait(1);
     done.store(true, Ordering::Relaxed);
     let samples = sampler.join().unwrap();
-    assert!(queue.error_record().first_failure.is_none(), "{:?}", queue.error_record());
+    assert!(
+        queue.error_record().first_failure.is_none(),
+        "{:?}",
+        queue.error_record()
+    );
 
     // Each disk served its whole pack (sectors of 512 bytes).
     let after = disks.sectors_read();

@@ -28,7 +28,9 @@ const BLOB: usize = 4 << 20;
 /// MiB of stored blobs, written on first use and reused after.
 pub fn ensure_pack(dir: &Path, mib: u64) -> Result<PathBuf, BoxError> {
     let path = dir.join(format!("gpustream-devices-{mib}MiB.gspk"));
-    if gpustream::pack::Pack::open(&path).is_ok_and(|p| p.assets().len() as u64 * BLOB as u64 == mib << 20) {
+    if gpustream::pack::Pack::open(&path)
+        .is_ok_and(|p| p.assets().len() as u64 * BLOB as u64 == mib << 20)
+    {
         return Ok(path);
     }
     let mut w = PackWriter::create(
@@ -109,7 +111,11 @@ impl Devices {
         let t0 = Instant::now();
         // Round robin over the packs, so that the order of enqueueing
         // favours no device; the runtime's schedulers do the rest.
-        let most = which.iter().map(|&i| self.packs[i].1.len()).max().unwrap_or(0);
+        let most = which
+            .iter()
+            .map(|&i| self.packs[i].1.len())
+            .max()
+            .unwrap_or(0);
         for k in 0..most {
             for &i in which {
                 let (pf, mem) = &self.packs[i];
@@ -260,7 +266,8 @@ pub fn sweep(
         .iter()
         .map(|d| ensure_pack(d, mib))
         .collect::<Result<Vec<_>, _>>()?;
-    let bar = indicatif::ProgressBar::new((read_sizes.len() * paths.len()) as u64 * u64::from(passes));
+    let bar =
+        indicatif::ProgressBar::new((read_sizes.len() * paths.len()) as u64 * u64::from(passes));
     let mut cells = Vec::new();
     for &size in read_sizes {
         let devices = Devices::open(
@@ -313,14 +320,17 @@ pub fn print_sweep(r: &StripeReport) {
     let mut sizes: Vec<usize> = r.cells.iter().map(|c| c.read_kib).collect();
     sizes.dedup();
     let mut t = Table::new(
-        std::iter::once("devices".to_string()).chain(sizes.iter().map(|s| format!("{s} KiB reads"))),
+        std::iter::once("devices".to_string())
+            .chain(sizes.iter().map(|s| format!("{s} KiB reads"))),
     );
     for k in 1..=r.packs.len() {
         let row = sizes.iter().map(|&s| {
             r.cells
                 .iter()
                 .find(|c| c.devices == k && c.read_kib == s)
-                .map_or(String::new(), |c| format!("{:.3} ({:.2}x)", c.gbps, c.scaling))
+                .map_or(String::new(), |c| {
+                    format!("{:.3} ({:.2}x)", c.gbps, c.scaling)
+                })
         });
         t.row(std::iter::once(k.to_string()).chain(row));
     }

@@ -30,6 +30,9 @@ pub struct FaultConfig {
     pub refuse_direct: u16,
 }
 
+// Without `tools` the injector is crate-private and its constructors go
+// unused outside tests.
+#[cfg_attr(not(feature = "tools"), allow(dead_code))]
 impl FaultConfig {
     /// A mix of every fault, for tests: 20% short reads, 5% EIO, 10%
     /// interruptions, 20% delays, 30% reordered batches.

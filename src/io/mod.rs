@@ -51,7 +51,9 @@ pub use buf::{AlignedBuf, DEFAULT_BUF_ALIGN};
 #[cfg(feature = "tools")]
 pub use device::DeviceId;
 pub use error::IoError;
-pub use fault::FaultConfig;
+crate::tools_pub!(
+    use fault::FaultConfig;
+);
 pub use file::{IoFile, OpenMode, PhysKey};
 pub use plan::align_range;
 // The read planner and scheduler, for the tools' experiments and tests.
@@ -113,8 +115,13 @@ pub struct IoConfig {
     /// FIFO order within a priority, which the sweep uses to measure random
     /// access as the application issued it.
     pub sort_by_position: bool,
-    /// Wrap the backend in the seeded fault injector (tests).
+    /// Wrap the backend in the seeded fault injector (tests; public with
+    /// the `tools` feature).
+    #[cfg(feature = "tools")]
     pub fault: Option<FaultConfig>,
+    /// See above.
+    #[cfg(not(feature = "tools"))]
+    pub(crate) fault: Option<FaultConfig>,
 }
 
 impl Default for IoConfig {
@@ -384,59 +391,61 @@ impl IoEngine {
         }
     }
 
-    /// Queues reads into caller-owned memory. Each op's completion is sent
-    /// on `done` exactly once: its byte count (less than `len` only where
-    /// the file ends) or an [`IoError`] naming file, offset and length. Ops
-    /// go to their device's worker, which orders them by priority and
-    /// physical position; they may complete in any order.
-    ///
-    /// # Safety
-    /// For every op, `dest` must be valid for writes of `len` bytes, and
-    /// neither read nor written by anyone else, from this call until that
-    /// op's completion has been received from `done` (or until the engine
-    /// is dropped, which waits for all reads). Ops must not overlap each
-    /// other's destinations. On Windows the destination must also hold
-    /// initialized bytes (any values): the read goes through std's
-    /// `seek_read`, which takes a `&mut [u8]`.
-    pub unsafe fn submit(&self, ops: Vec<ReadOp>, done: Sender<ReadCompletion>) {
-        let mut by_dev: HashMap<u64, Vec<(ReadOp, Sender<ReadCompletion>)>> = HashMap::new();
-        for op in ops {
-            by_dev
-                .entry(op.file.device().dev)
-                .or_default()
-                .push((op, done.clone()));
-        }
-        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-        for (dev, ops) in by_dev {
-            let w = workers.entry(dev).or_insert_with(|| {
-                let b = self.make_backend();
-                let inbox = Arc::new(worker::Inbox::new(
-                    b.waker(),
-                    self.counters.clone(),
-                    self.regions.clone(),
-                ));
-                let ib = inbox.clone();
-                let (qd, sort) = (self.cfg.queue_depth, self.cfg.sort_by_position);
-                let thread = std::thread::Builder::new()
-                    .name(format!("gpustream-io-{dev:x}"))
-                    .spawn(move || worker::run(ib, b, qd, sort))
-                    .ok();
-                Worker { inbox, thread }
-            });
-            if w.thread.is_none() {
-                for (op, d) in ops {
-                    let _ = d.send(ReadCompletion {
-                        user_data: op.user_data,
-                        result: Err(IoError::EngineStopped {
-                            path: op.file.path().to_path_buf(),
-                            offset: op.offset,
-                            len: op.len,
-                        }),
-                    });
-                }
-                continue;
+    crate::tools_pub! {
+        /// Queues reads into caller-owned memory. Each op's completion is sent
+        /// on `done` exactly once: its byte count (less than `len` only where
+        /// the file ends) or an [`IoError`] naming file, offset and length. Ops
+        /// go to their device's worker, which orders them by priority and
+        /// physical position; they may complete in any order.
+        ///
+        /// # Safety
+        /// For every op, `dest` must be valid for writes of `len` bytes, and
+        /// neither read nor written by anyone else, from this call until that
+        /// op's completion has been received from `done` (or until the engine
+        /// is dropped, which waits for all reads). Ops must not overlap each
+        /// other's destinations. On Windows the destination must also hold
+        /// initialized bytes (any values): the read goes through std's
+        /// `seek_read`, which takes a `&mut [u8]`.
+        unsafe fn submit(&self, ops: Vec<ReadOp>, done: Sender<ReadCompletion>) {
+            let mut by_dev: HashMap<u64, Vec<(ReadOp, Sender<ReadCompletion>)>> = HashMap::new();
+            for op in ops {
+                by_dev
+                    .entry(op.file.device().dev)
+                    .or_default()
+                    .push((op, done.clone()));
             }
-            w.inbox.push(ops);
+            let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+            for (dev, ops) in by_dev {
+                let w = workers.entry(dev).or_insert_with(|| {
+                    let b = self.make_backend();
+                    let inbox = Arc::new(worker::Inbox::new(
+                        b.waker(),
+                        self.counters.clone(),
+                        self.regions.clone(),
+                    ));
+                    let ib = inbox.clone();
+                    let (qd, sort) = (self.cfg.queue_depth, self.cfg.sort_by_position);
+                    let thread = std::thread::Builder::new()
+                        .name(format!("gpustream-io-{dev:x}"))
+                        .spawn(move || worker::run(ib, b, qd, sort))
+                        .ok();
+                    Worker { inbox, thread }
+                });
+                if w.thread.is_none() {
+                    for (op, d) in ops {
+                        let _ = d.send(ReadCompletion {
+                            user_data: op.user_data,
+                            result: Err(IoError::EngineStopped {
+                                path: op.file.path().to_path_buf(),
+                                offset: op.offset,
+                                len: op.len,
+                            }),
+                        });
+                    }
+                    continue;
+                }
+                w.inbox.push(ops);
+            }
         }
     }
 

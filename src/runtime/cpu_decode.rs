@@ -172,8 +172,14 @@ pub(crate) fn read_and_decode(
                 .and_then(|j| Some((j, pf.file.mapped(offset, stored as usize)?)));
             if let Some((j, bytes)) = mapped {
                 read = Some((stored as u64, t.elapsed().as_nanos() as u64));
-                let (r, copied) =
-                    decode_part(&part, bytes, &j.ctl, j.claim.as_ref(), writer.as_mut(), in_place);
+                let (r, copied) = decode_part(
+                    &part,
+                    bytes,
+                    &j.ctl,
+                    j.claim.as_ref(),
+                    writer.as_mut(),
+                    in_place,
+                );
                 if !pf.file.mapping_was_cut() {
                     from_mapping = Some((failed_short(pf, &part, r), copied));
                 }

@@ -151,9 +151,7 @@ impl Dispatcher {
             gpu_rx,
             pool: cpu_decode::Pool::new(cpu_threads, send_held)?,
             hold_while: cpu_threads.max(1),
-            staging_is_host_memory: gpu
-                .as_ref()
-                .is_none_or(GpuBatcher::staging_is_host_memory),
+            staging_is_host_memory: gpu.as_ref().is_none_or(GpuBatcher::staging_is_host_memory),
             jobs: JobTable::default(),
             schedule: Schedule::default(),
             reads,

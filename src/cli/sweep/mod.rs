@@ -160,7 +160,9 @@ pub fn run(args: Args) -> CliResult {
         return files::run(dir, args.create_files);
     }
     if let Some(dirs) = &args.devices {
-        let mib = args.devices_mib.unwrap_or(if args.quick { 128 } else { 512 });
+        let mib = args
+            .devices_mib
+            .unwrap_or(if args.quick { 128 } else { 512 });
         let sizes = [64 << 10, 256 << 10, 1 << 20];
         let r = super::devices::sweep(dirs, mib, &sizes, if args.quick { 1 } else { 3 })?;
         super::devices::print_sweep(&r);
