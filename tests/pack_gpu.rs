@@ -22,7 +22,7 @@ fn mip_data(format: TextureFormat, w: u32, h: u32) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn read_block(pack: &Pack, file: &std::fs::File, id: BlockId) -> Vec<u8> {
+fn read_block(pack: &Pack, file: &gpustream::pack::PackFiles, id: BlockId) -> Vec<u8> {
     let mut out = vec![0u8; pack.blocks()[id.0 as usize].size as usize];
     pack.read_block(file, id, &mut Vec::new(), &mut out)
         .unwrap();

@@ -908,6 +908,7 @@ fn stream_textures(
         stored_copy_on_gpu,
         None,
         false,
+        false,
     )
 }
 
@@ -921,9 +922,28 @@ fn stream_textures_with(
     stored_copy_on_gpu: Option<bool>,
     lz4_decode_path: Option<Lz4DecodePath>,
     condition: bool,
+    striped: bool,
 ) {
     let dir = tempfile::tempdir().unwrap();
-    let (path, textures) = texture_pack_with(dir.path(), codec, sub_block, condition);
+    let (mut path, textures) = texture_pack_with(dir.path(), codec, sub_block, condition);
+    if striped {
+        // Over three directories in the smallest stripe unit, so that
+        // every texture's tiles come from every member.
+        let dirs: Vec<_> = (0..3)
+            .map(|k| dir.path().join(format!("disk{k}")))
+            .collect();
+        for d in &dirs {
+            std::fs::create_dir(d).unwrap();
+        }
+        let head = dirs[0].join("textures.gspk");
+        let members = [
+            dirs[1].join("textures.gspk.1"),
+            dirs[2].join("textures.gspk.2"),
+        ];
+        let unit = gpustream::pack::stripe::MIN_UNIT;
+        gpustream::pack::stripe::stripe_pack(&path, &head, &members, unit).unwrap();
+        path = head;
+    }
     if sub_block > 0 {
         let pack = gpustream::pack::Pack::open(&path).unwrap();
         assert!(pack.blocks().iter().any(|b| b.sub_blocks > 0));
@@ -1166,6 +1186,7 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
             on_gpu,
             None,
             false,
+            false,
         );
         stream_textures_with(
             &ctx,
@@ -1176,10 +1197,21 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
             on_gpu,
             None,
             false,
+            false,
         );
         // BCn-conditioned blocks, whole and in sub-blocks, on both paths:
         // every destination sees the texture's own bytes.
-        stream_textures_with(&ctx, Codec::Lz4, 0, true, 1 << 20, on_gpu, None, true);
+        stream_textures_with(
+            &ctx,
+            Codec::Lz4,
+            0,
+            true,
+            1 << 20,
+            on_gpu,
+            None,
+            true,
+            false,
+        );
         stream_textures_with(
             &ctx,
             Codec::Lz4,
@@ -1189,13 +1221,58 @@ fn textures_and_buffers_stream_tile_by_tile_on_the_gpu() {
             on_gpu,
             None,
             true,
+            false,
         );
-        stream_textures_with(&ctx, Codec::Zstd, 0, false, 4 << 20, on_gpu, None, true);
+        stream_textures_with(
+            &ctx,
+            Codec::Zstd,
+            0,
+            false,
+            4 << 20,
+            on_gpu,
+            None,
+            true,
+            false,
+        );
         // GDeflate pages: the WGSL decoder, plain and conditioned (the pass
         // after it puts them back in order), and the CPU threads.
         stream_textures(&ctx, Codec::GDeflate, true, 1 << 20, on_gpu);
-        stream_textures_with(&ctx, Codec::GDeflate, 0, true, 2 << 20, on_gpu, None, true);
-        stream_textures_with(&ctx, Codec::GDeflate, 0, false, 4 << 20, on_gpu, None, true);
+        stream_textures_with(
+            &ctx,
+            Codec::GDeflate,
+            0,
+            true,
+            2 << 20,
+            on_gpu,
+            None,
+            true,
+            false,
+        );
+        stream_textures_with(
+            &ctx,
+            Codec::GDeflate,
+            0,
+            false,
+            4 << 20,
+            on_gpu,
+            None,
+            true,
+            false,
+        );
+        // A pack striped over three files: tiles, packed mips and the
+        // buffer blob come from every member, GPU- and CPU-decoded.
+        stream_textures_with(&ctx, Codec::Lz4, 0, true, 1 << 20, on_gpu, None, true, true);
+        stream_textures_with(
+            &ctx,
+            Codec::Zstd,
+            0,
+            false,
+            4 << 20,
+            on_gpu,
+            None,
+            false,
+            true,
+        );
     }
 }
 
@@ -1236,6 +1313,7 @@ fn every_gpu_lz4_decoder_streams_through_the_runtime() {
             Some(true),
             Some(path),
             false,
+            false,
         );
         stream_textures_with(
             &ctx,
@@ -1245,6 +1323,7 @@ fn every_gpu_lz4_decoder_streams_through_the_runtime() {
             2 << 20,
             Some(true),
             Some(path),
+            false,
             false,
         );
         // Conditioned blocks through each variant: the LZ4 pass writes
@@ -1258,6 +1337,7 @@ fn every_gpu_lz4_decoder_streams_through_the_runtime() {
             Some(true),
             Some(path),
             true,
+            false,
         );
     }
 }

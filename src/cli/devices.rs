@@ -4,6 +4,9 @@
 //! each alone; `sweep --devices` tabulates 1..N devices by read size, as
 //! Gray's sequential-I/O measurements of Windows NT tabulate striping.
 //!
+//! Beside them, `bench --devices` reads one pack striped over every device
+//! (`pack --stripe`), as a workstation stripes its asset cache.
+//!
 //! The packs hold stored (uncompressed) blobs of incompressible bytes, so
 //! a pass is reads and crc32c only: what the devices give, not what the
 //! decoders do. Simulated disks with their own bandwidth limits come from
@@ -57,6 +60,47 @@ pub fn ensure_pack(dir: &Path, mib: u64) -> Result<PathBuf, BoxError> {
     }
     w.finish()?;
     Ok(path)
+}
+
+/// The striped pack `bench --devices` reads beside the separate packs:
+/// as many bytes as all of them (`mib` MiB per directory), its head in the
+/// first directory and one member in each other, in the default stripe
+/// unit. Written on first use (whole in the temporary directory first,
+/// so no device needs room for more than its share) and reused after.
+pub fn ensure_striped(dirs: &[PathBuf], mib: u64) -> Result<PathBuf, BoxError> {
+    use gpustream::pack::stripe;
+    let n = dirs.len();
+    let name = format!("gpustream-devices-striped-{n}x{mib}MiB.gspk");
+    let head = dirs[0].join(&name);
+    let members: Vec<PathBuf> = (1..n)
+        .map(|k| dirs[k].join(format!("{name}.{k}")))
+        .collect();
+    let wanted = |p: &gpustream::pack::Pack| {
+        p.assets().len() as u64 * BLOB as u64 == (mib << 20) * n as u64
+            && p.members().len() == n
+            && p.members()[1..]
+                .iter()
+                .zip(&members)
+                .all(|(m, want)| same_file(&m.path, want))
+    };
+    if gpustream::pack::Pack::open(&head).is_ok_and(|p| wanted(&p)) {
+        return Ok(head);
+    }
+    let tmp = std::env::temp_dir().join(format!("gpustream-stripe-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let striped = ensure_pack(&tmp, mib * n as u64).and_then(|whole| {
+        stripe::stripe_pack(&whole, &head, &members, stripe::DEFAULT_UNIT)
+            .map_err(|e| format!("{}: {e}", head.display()).into())
+    });
+    let _ = std::fs::remove_dir_all(&tmp);
+    striped.map(|_| head)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// Packs open in one runtime, each with its destinations.
@@ -138,11 +182,6 @@ impl Devices {
         }
         Ok(Pass { bytes, seconds })
     }
-
-    /// How many packs are open.
-    pub fn len(&self) -> usize {
-        self.packs.len()
-    }
 }
 
 /// The median of `v` (which it sorts).
@@ -169,20 +208,33 @@ pub struct DevicesReport {
     pub together_gbps: f64,
     /// `together_gbps / sum_alone_gbps`.
     pub together_over_sum: f64,
+    /// The striped pack over every device (as many bytes as all the
+    /// separate packs together).
+    pub striped_pack: String,
+    /// Median GB/s of the striped pack.
+    pub striped_gbps: f64,
+    /// `striped_gbps / sum_alone_gbps`.
+    pub striped_over_sum: f64,
 }
 
-/// Measures `dirs` alone and together, `passes` times each, alternated so
-/// that both meet the same machine.
+/// Measures `dirs` alone, their separate packs together, and one pack
+/// striped over all of them, `passes` times each, alternated so that all
+/// meet the same machine.
 pub fn bench(dirs: &[PathBuf], mib: u64, passes: u32) -> Result<DevicesReport, BoxError> {
     let paths = dirs
         .iter()
         .map(|d| ensure_pack(d, mib))
         .collect::<Result<Vec<_>, _>>()?;
-    let devices = Devices::open(&paths, gpustream::io::IoConfig::default())?;
-    let all: Vec<usize> = (0..devices.len()).collect();
-    let bar = indicatif::ProgressBar::new(u64::from(passes) * (devices.len() as u64 + 1));
-    let mut alone = vec![Vec::new(); devices.len()];
+    let striped = ensure_striped(dirs, mib)?;
+    let n = paths.len();
+    let mut open = paths.clone();
+    open.push(striped.clone());
+    let devices = Devices::open(&open, gpustream::io::IoConfig::default())?;
+    let all: Vec<usize> = (0..n).collect();
+    let bar = indicatif::ProgressBar::new(u64::from(passes) * (n as u64 + 2));
+    let mut alone = vec![Vec::new(); n];
     let mut together = Vec::new();
+    let mut stripes = Vec::new();
     for _ in 0..passes {
         for (i, a) in alone.iter_mut().enumerate() {
             a.push(devices.pass(&[i])?.gbps());
@@ -190,11 +242,14 @@ pub fn bench(dirs: &[PathBuf], mib: u64, passes: u32) -> Result<DevicesReport, B
         }
         together.push(devices.pass(&all)?.gbps());
         bar.inc(1);
+        stripes.push(devices.pass(&[n])?.gbps());
+        bar.inc(1);
     }
     bar.finish_and_clear();
     let alone_gbps: Vec<f64> = alone.iter_mut().map(|v| median(v)).collect();
     let sum_alone_gbps = alone_gbps.iter().sum();
     let together_gbps = median(&mut together);
+    let striped_gbps = median(&mut stripes);
     Ok(DevicesReport {
         date: super::utc_now(),
         packs: paths.iter().map(|p| p.display().to_string()).collect(),
@@ -204,6 +259,9 @@ pub fn bench(dirs: &[PathBuf], mib: u64, passes: u32) -> Result<DevicesReport, B
         sum_alone_gbps,
         together_gbps,
         together_over_sum: together_gbps / f64::max(sum_alone_gbps, 1e-12),
+        striped_pack: striped.display().to_string(),
+        striped_gbps,
+        striped_over_sum: striped_gbps / f64::max(sum_alone_gbps, 1e-12),
     })
 }
 
@@ -211,8 +269,8 @@ pub fn bench(dirs: &[PathBuf], mib: u64, passes: u32) -> Result<DevicesReport, B
 pub fn print_bench(r: &DevicesReport) {
     println!("gpustream bench --devices  {}", r.date);
     println!(
-        "one {} MiB pack of stored blobs per device, O_DIRECT, read into host memory; median of {} passes, alone and together alternated",
-        r.pack_mib, r.passes
+        "one {} MiB pack of stored blobs per device, and {} striped over them all, O_DIRECT, read into host memory; median of {} passes, alone, together and striped alternated",
+        r.pack_mib, r.striped_pack, r.passes
     );
     let mut t = Table::new(["devices", "GB/s", "of the sum alone"]);
     for (p, g) in r.packs.iter().zip(&r.alone_gbps) {
@@ -227,6 +285,11 @@ pub fn print_bench(r: &DevicesReport) {
         format!("all {} at once", r.packs.len()),
         format!("{:.3}", r.together_gbps),
         format!("{:.2}x", r.together_over_sum),
+    ]);
+    t.row([
+        format!("one pack striped over all {}", r.packs.len()),
+        format!("{:.3}", r.striped_gbps),
+        format!("{:.2}x", r.striped_over_sum),
     ]);
     print!("{t}");
 }

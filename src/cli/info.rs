@@ -89,6 +89,10 @@ struct Report {
     path: String,
     file_len: u64,
     data_offset: u64,
+    /// A striped pack's stripe unit and files (the head first); absent for
+    /// an ordinary pack.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stripe: Option<StripeInfo>,
     assets: Vec<AssetInfo>,
     by_codec: std::collections::BTreeMap<&'static str, Totals>,
     by_kind: std::collections::BTreeMap<&'static str, Totals>,
@@ -100,6 +104,13 @@ struct Report {
     /// Texture blocks by BCn conditioning transform.
     by_transform: std::collections::BTreeMap<&'static str, Totals>,
     total: Totals,
+}
+
+/// Where a striped pack's blocks lie.
+#[derive(serde::Serialize)]
+struct StripeInfo {
+    unit: u64,
+    members: Vec<gpustream::pack::Member>,
 }
 
 /// Sequence counts gathered per group, reduced to medians at the end.
@@ -116,17 +127,16 @@ impl Sequences {
 
 /// The LZ4 sequence count of each stream of block `i` (empty for other
 /// codecs, or where the bytes cannot be read).
-fn block_sequences(pack: &Pack, file: Option<&std::fs::File>, i: u32) -> Vec<u32> {
-    use std::os::unix::fs::FileExt;
+fn block_sequences(pack: &Pack, file: Option<&gpustream::pack::PackFiles>, i: u32) -> Vec<u32> {
     let b = pack.blocks()[i as usize];
     let Some(file) = file.filter(|_| b.codec == Codec::Lz4) else {
         return Vec::new();
     };
-    let mut stored = vec![0u8; b.stored_size as usize];
-    if file.read_exact_at(&mut stored, b.offset).is_err() {
+    let id = gpustream::pack::BlockId(i);
+    let mut stored = Vec::new();
+    if pack.read_stored(file, id, &mut stored).is_err() {
         return Vec::new();
     }
-    let id = gpustream::pack::BlockId(i);
     let streams: Vec<&[u8]> = match pack.sub_blocks(id) {
         [] => vec![&stored[..]],
         subs => subs
@@ -269,6 +279,10 @@ fn report(pack: &Pack) -> Result<Report, gpustream::pack::PackError> {
         path: pack.path().display().to_string(),
         file_len: pack.file_len(),
         data_offset: pack.data_offset(),
+        stripe: pack.stripe_unit().map(|unit| StripeInfo {
+            unit,
+            members: pack.members().to_vec(),
+        }),
         assets,
         by_codec,
         by_kind,
@@ -321,6 +335,22 @@ pub fn run(args: Args) -> CliResult {
         r.assets.len(),
         r.total.blocks
     );
+    if let Some(s) = &r.stripe {
+        outln!(
+            o,
+            "striped over {} files in units of {} KiB:",
+            s.members.len(),
+            s.unit >> 10
+        );
+        for (k, m) in s.members.iter().enumerate() {
+            outln!(
+                o,
+                "  member {k}: {} ({})",
+                m.path.display(),
+                mib(m.data_len)
+            );
+        }
+    }
     if r.total.cut_blocks > 0 {
         outln!(
             o,

@@ -61,6 +61,55 @@ pub struct Args {
     /// Images hold sRGB colour: sRGB formats, mips filtered in linear light.
     #[arg(long)]
     srgb: bool,
+    /// Stripe the pack over these directories, one per disk (2 to 64): the
+    /// head (named by --output, which then names a file in the first
+    /// directory) holds the table of contents and the first stripe unit,
+    /// and each other directory gets a member file `<name>.<k>` with every
+    /// N-th unit. It opens as one pack, read from every disk at once.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    stripe: Vec<PathBuf>,
+    /// The stripe unit in KiB: runs of whole blocks of at most this many
+    /// stored bytes go to one member in turn.
+    #[arg(long, default_value_t = gpustream::pack::stripe::DEFAULT_UNIT >> 10)]
+    stripe_unit_kib: u64,
+}
+
+/// Where `pack --stripe` writes the head and each member: the head in the
+/// first directory under the output's file name, member `k` in directory
+/// `k` as `<name>.<k>`.
+fn stripe_paths(output: &Path, dirs: &[PathBuf]) -> Result<(PathBuf, Vec<PathBuf>), String> {
+    if !(2..=gpustream::pack::stripe::MAX_MEMBERS).contains(&dirs.len()) {
+        return Err(format!(
+            "--stripe takes 2..={} directories, got {}",
+            gpustream::pack::stripe::MAX_MEMBERS,
+            dirs.len()
+        ));
+    }
+    let name = output
+        .file_name()
+        .ok_or_else(|| format!("--output {} names no file", output.display()))?;
+    let canon = |p: &Path| {
+        std::fs::canonicalize(p).map_err(|e| format!("stripe directory {}: {e}", p.display()))
+    };
+    let first = canon(&dirs[0])?;
+    match output.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) if canon(parent)? != first => {
+            return Err(format!(
+                "with --stripe, --output names the head in the first directory {}; {} is elsewhere",
+                dirs[0].display(),
+                output.display()
+            ))
+        }
+        _ => {}
+    }
+    let mut members = Vec::new();
+    for (k, dir) in dirs.iter().enumerate().skip(1) {
+        canon(dir)?;
+        let mut m = name.to_os_string();
+        m.push(format!(".{k}"));
+        members.push(dir.join(m));
+    }
+    Ok((dirs[0].join(name), members))
 }
 
 /// Expands directories into their files, sorted, with asset names.
@@ -146,14 +195,29 @@ pub fn run(args: Args) -> CliResult {
             .into());
         }
     }
+    let stripe = if args.stripe.is_empty() {
+        None
+    } else {
+        Some(stripe_paths(&args.output, &args.stripe)?)
+    };
     let files = collect(&args.inputs)?;
     let started = std::time::Instant::now();
+    // A striped pack is written whole first, beside its head, then dealt
+    // out over the members (the stored bytes are copied, not re-encoded).
+    let whole = match &stripe {
+        Some((head, _)) => {
+            let mut name = head.file_name().unwrap_or_default().to_os_string();
+            name.push(".whole");
+            head.with_file_name(name)
+        }
+        None => args.output.clone(),
+    };
     let opts = ImageOptions {
         format: args.texture_format,
         srgb: args.srgb,
     };
     let mut writer = PackWriter::create(
-        &args.output,
+        &whole,
         WriterOptions {
             codec: args.codec,
             level: args.level.unwrap_or(match args.codec {
@@ -181,9 +245,22 @@ pub fn run(args: Args) -> CliResult {
     }
     let s = writer.finish()?;
     bar.finish_and_clear();
+    let out = match &stripe {
+        Some((head, members)) => {
+            let unit = args.stripe_unit_kib << 10;
+            let striped = gpustream::pack::stripe::stripe_pack(&whole, head, members, unit);
+            let _ = std::fs::remove_file(&whole);
+            let striped = striped?;
+            for (k, (path, len)) in striped.members.iter().zip(&striped.data_len).enumerate() {
+                println!("member {k}: {} ({len} bytes of blocks)", path.display());
+            }
+            head.clone()
+        }
+        None => args.output.clone(),
+    };
     println!(
         "{}: {} assets, {} blocks, {} -> {} bytes ({:.2}:1) in {:.2} s",
-        args.output.display(),
+        out.display(),
         s.assets,
         s.blocks,
         s.uncompressed,

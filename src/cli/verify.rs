@@ -87,7 +87,12 @@ fn verify_gpu(
     }
     let lz4 = gpustream::decode::gpu::Lz4DecodePipeline::new(&ctx.device);
     let gdeflate = gpustream::decode::gpu::GDeflateDecodePipeline::new(&ctx.device);
-    let bytes = std::fs::read(pack.path())?;
+    // Every file the blocks lie in (several for a striped pack).
+    let files = pack
+        .members()
+        .iter()
+        .map(|m| std::fs::read(&m.path).map_err(|e| format!("{}: {e}", m.path.display())))
+        .collect::<Result<Vec<_>, _>>()?;
     let ids: Vec<u32> = (0..pack.blocks().len() as u32)
         .filter(|&i| {
             matches!(
@@ -119,7 +124,7 @@ fn verify_gpu(
         for &i in batch {
             let id = gpustream::pack::BlockId(i);
             let b = pack.blocks()[i as usize];
-            let stored = bytes
+            let stored = files[b.member as usize]
                 .get(b.offset as usize..b.offset as usize + b.stored_size as usize)
                 .unwrap_or(&[]);
             let mut cpu = vec![0u8; b.size as usize];

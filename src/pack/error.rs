@@ -65,6 +65,19 @@ pub enum PackError {
         /// What is wrong.
         reason: String,
     },
+    /// A member file of a striped pack is missing, unreadable, or not the
+    /// member the head names (another pack's, or an older write's).
+    #[error("{}: member {index} ({}): {reason}", pack.display(), member.display())]
+    Member {
+        /// The head file.
+        pack: PathBuf,
+        /// The member's index (1.., the head is 0).
+        index: usize,
+        /// The member's file, as resolved from the head.
+        member: PathBuf,
+        /// What is wrong, with the OS error where there is one.
+        reason: String,
+    },
     /// A block's stored bytes do not match its checksum.
     #[error("{at} (block {block}, offset {offset}): checksum mismatch: stored {stored:#010x}, computed {computed:#010x}")]
     BlockChecksum {

@@ -9,6 +9,7 @@
 
 use crate::codec::Codec;
 use std::ops::Range;
+use std::path::PathBuf;
 
 pub mod condition;
 #[cfg(feature = "tools")]
@@ -35,10 +36,11 @@ mod basis_etc1s;
 #[cfg(feature = "tools")]
 pub mod dds;
 mod source;
+pub mod stripe;
 
 pub use condition::BlockTransform;
 pub use error::PackError;
-pub use reader::Pack;
+pub use reader::{Pack, PackFiles};
 pub use source::{TextureSource, TextureSourceKind};
 pub use sub_blocks::SubBlock;
 pub use texture::{
@@ -61,7 +63,10 @@ pub struct AssetId(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Block {
-    /// Absolute file offset of the stored bytes.
+    /// The file the stored bytes are in: an index into [`Pack::members`],
+    /// 0 but in a striped pack.
+    pub member: u16,
+    /// Absolute offset of the stored bytes in that file.
     pub offset: u64,
     /// Bytes stored in the file.
     pub stored_size: u32,
@@ -85,10 +90,24 @@ pub struct Block {
 }
 
 impl Block {
-    /// The stored bytes' range in the file.
+    /// The stored bytes' range in its member's file.
     pub fn file_range(&self) -> Range<u64> {
         self.offset..self.offset + self.stored_size as u64
     }
+}
+
+/// One file of a pack: the pack itself, or one member of a striped pack
+/// ([`stripe`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Member {
+    /// Where the file is (members other than the head: resolved from the
+    /// head's directory).
+    pub path: PathBuf,
+    /// Where its data region starts.
+    pub data_offset: u64,
+    /// Bytes of its data region.
+    pub data_len: u64,
 }
 
 /// What an asset is.

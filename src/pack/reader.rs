@@ -3,10 +3,12 @@
 
 use super::format::HEADER_LEN;
 use super::source::TextureSource;
+use super::stripe::{MemberHeader, MEMBER_HEADER_LEN};
 use super::sub_blocks::{self, SubBlock};
 use super::texture::TextureLayout;
 use super::{
-    Asset, AssetId, AssetKind, Block, BlockId, BlockTransform, PackError, PackedMips, TileRegion,
+    Asset, AssetId, AssetKind, Block, BlockId, BlockTransform, Member, PackError, PackedMips,
+    TileRegion,
 };
 use crate::codec::MAX_BLOCK_SIZE;
 use std::collections::HashMap;
@@ -74,6 +76,31 @@ pub struct Pack {
     /// split.
     sub_index: Vec<std::ops::Range<usize>>,
     sub_blocks: Vec<SubBlock>,
+    /// The files the blocks lie in: this one, then a striped pack's other
+    /// members.
+    members: Vec<Member>,
+    /// A striped pack's stripe unit and pack id.
+    stripe: Option<(u64, u64)>,
+}
+
+/// A pack's files, opened for [`Pack`]'s helper readers: the pack itself,
+/// then, for a striped pack, each other member.
+#[derive(Debug)]
+pub struct PackFiles {
+    files: Vec<File>,
+}
+
+impl PackFiles {
+    /// Fills `buf` from `offset` of member `member`'s file.
+    pub fn read_at(&self, member: usize, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        match self.files.get(member) {
+            Some(f) => f.read_exact_at(buf, offset),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("member {member} of {} files", self.files.len()),
+            )),
+        }
+    }
 }
 
 fn corrupt(
@@ -111,13 +138,53 @@ impl Pack {
         let mut header = [0u8; HEADER_LEN];
         file.read_exact_at(&mut header, 0)
             .map_err(|e| PackError::io("read header of", path, 0, HEADER_LEN as u64, e))?;
-        Pack::parse(path.to_path_buf(), file_len, &header, |offset, len| {
+        let pack = Pack::parse(path.to_path_buf(), file_len, &header, |offset, len| {
             let mut toc = vec![0u8; len];
             file.read_exact_at(&mut toc, offset).map_err(|e| {
                 PackError::io("read table of contents of", path, offset, len as u64, e)
             })?;
             Ok(toc)
-        })
+        })?;
+        for k in 1..pack.members.len() {
+            pack.check_member(k)?;
+        }
+        Ok(pack)
+    }
+
+    /// Checks that member `k`'s file is there and is the member the head
+    /// names: its header's index, count and pack id, and a length that
+    /// holds exactly the data region the head declares.
+    fn check_member(&self, k: usize) -> Result<(), PackError> {
+        let m = &self.members[k];
+        let fail = |reason: String| PackError::Member {
+            pack: self.path.clone(),
+            index: k,
+            member: m.path.clone(),
+            reason,
+        };
+        let file = File::open(&m.path).map_err(|e| fail(format!("cannot open: {e}")))?;
+        let len = file
+            .metadata()
+            .map_err(|e| fail(format!("cannot stat: {e}")))?
+            .len();
+        let mut b = [0u8; MEMBER_HEADER_LEN];
+        file.read_exact_at(&mut b, 0)
+            .map_err(|e| fail(format!("cannot read its header ({len} bytes): {e}")))?;
+        let h = MemberHeader::decode(&b).map_err(fail)?;
+        let (count, id) = (self.members.len(), self.stripe.map_or(0, |s| s.1));
+        if h.index as usize != k || h.count as usize != count || h.pack_id != id {
+            return Err(fail(format!(
+                "is member {} of {} of pack {:#x}; the head wants member {k} of {count} of pack {id:#x}",
+                h.index, h.count, h.pack_id
+            )));
+        }
+        if h.data_len != m.data_len || len != m.data_offset + m.data_len {
+            return Err(fail(format!(
+                "holds {} bytes of data in a {len}-byte file; the head declares {}",
+                h.data_len, m.data_len
+            )));
+        }
+        Ok(())
     }
 
     /// Parses a whole pack held in memory (for tests and fuzzing); `label`
@@ -160,19 +227,41 @@ impl Pack {
         &self.path
     }
 
-    /// The file's length in bytes.
+    /// The files the pack's blocks lie in ([`Block::member`] indexes it):
+    /// the pack itself, then a striped pack's other members.
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    /// Whether the blocks lie in several files ([`crate::pack::stripe`]).
+    pub fn is_striped(&self) -> bool {
+        self.members.len() > 1
+    }
+
+    /// A striped pack's stripe unit in bytes.
+    pub fn stripe_unit(&self) -> Option<u64> {
+        self.stripe.map(|s| s.0)
+    }
+
+    /// The file's length in bytes (of the head, for a striped pack).
     pub fn file_len(&self) -> u64 {
         self.file_len
     }
 
-    /// Where the data region starts (a multiple of 4 KiB).
+    /// Where the data region starts (a multiple of 4 KiB); for a striped
+    /// pack, the head's ([`Pack::members`] has every member's).
     pub fn data_offset(&self) -> u64 {
         self.data_offset
     }
 
-    /// Bytes of the data region (all stored blocks).
+    /// Bytes of the data region (the head's, for a striped pack).
     pub fn data_len(&self) -> u64 {
         self.data_len
+    }
+
+    /// Bytes of all stored blocks, in every member.
+    pub fn stored_len(&self) -> u64 {
+        self.members.iter().map(|m| m.data_len).sum()
     }
 
     /// Every block, in file order.
@@ -309,6 +398,15 @@ impl Pack {
         let Some(block) = self.blocks.get(id.0 as usize) else {
             return format!("block {} (out of range)", id.0);
         };
+        let what = self.describe_owner(id, block);
+        if self.is_striped() {
+            let m = block.member as usize;
+            return format!("{what} in member {m} ({})", self.members[m].path.display());
+        }
+        what
+    }
+
+    fn describe_owner(&self, id: BlockId, block: &Block) -> String {
         let asset = &self.assets[block.asset.0 as usize];
         let rel = id.0 - asset.blocks.start;
         match &self.layouts[block.asset.0 as usize] {
@@ -383,36 +481,44 @@ impl Pack {
         })
     }
 
-    /// Opens the pack's file for the helper readers below.
-    pub fn open_file(&self) -> Result<File, PackError> {
-        File::open(&self.path).map_err(|e| PackError::io("open", &self.path, 0, 0, e))
+    /// Opens the pack's files (every member of a striped pack) for the
+    /// helper readers below.
+    pub fn open_file(&self) -> Result<PackFiles, PackError> {
+        let files = self
+            .members
+            .iter()
+            .map(|m| File::open(&m.path).map_err(|e| PackError::io("open", &m.path, 0, 0, e)))
+            .collect::<Result<_, _>>()?;
+        Ok(PackFiles { files })
     }
 
     /// Reads a block's stored bytes with `pread` into `stored` (resized).
     pub fn read_stored(
         &self,
-        file: &File,
+        files: &PackFiles,
         id: BlockId,
         stored: &mut Vec<u8>,
     ) -> Result<(), PackError> {
         let b = *self.block(id)?;
         stored.resize(b.stored_size as usize, 0);
-        file.read_exact_at(stored, b.offset).map_err(|e| {
-            PackError::io(
-                "read block of",
-                &self.path,
-                b.offset,
-                b.stored_size as u64,
-                e,
-            )
-        })
+        files
+            .read_at(b.member as usize, stored, b.offset)
+            .map_err(|e| {
+                PackError::io(
+                    "read block of",
+                    &self.members[b.member as usize].path,
+                    b.offset,
+                    b.stored_size as u64,
+                    e,
+                )
+            })
     }
 
     /// Reads, checks and decodes one block into `out` (its size), using
     /// `scratch` for the stored bytes.
     pub fn read_block(
         &self,
-        file: &File,
+        file: &PackFiles,
         id: BlockId,
         scratch: &mut Vec<u8>,
         out: &mut [u8],
@@ -425,7 +531,7 @@ impl Pack {
     /// blocks in pack order. The output grows block by block as blocks
     /// check out, so memory follows data that really decoded, not sizes the
     /// file merely declares.
-    fn read_blocks(&self, file: &File, asset: &Asset) -> Result<Vec<u8>, PackError> {
+    fn read_blocks(&self, file: &PackFiles, asset: &Asset) -> Result<Vec<u8>, PackError> {
         let mut out = Vec::new();
         let mut scratch = Vec::new();
         let mut block = vec![0u8; MAX_BLOCK_SIZE];

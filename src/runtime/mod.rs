@@ -247,9 +247,18 @@ pub enum CompressionSupport {
 /// An opened pack: its table of contents and the file handle reads use.
 /// It dereferences to its [`Pack`], so `pack.find(name)`,
 /// `pack.asset(id)` and `pack.tile_region(..)` work on it directly.
+///
+/// A striped pack opens as one `PackFile` for its head, holding one more
+/// for each other member: they share the table of contents, each with its
+/// own file, so reads are grouped, ordered and queued per member, and so
+/// per disk.
 pub struct PackFile {
-    pack: Pack,
+    pack: Arc<Pack>,
     file: IoFile,
+    /// Which of the pack's members this file is.
+    member: usize,
+    /// A striped head's other members, 1.. in order; empty otherwise.
+    members: Vec<Arc<PackFile>>,
 }
 
 impl PackFile {
@@ -258,9 +267,18 @@ impl PackFile {
         &self.pack
     }
 
-    /// The file's path.
+    /// The file's path (a member's own, for a member of a striped pack).
     pub fn path(&self) -> &Path {
-        self.pack.path()
+        &self.pack.members()[self.member].path
+    }
+
+    /// The file holding member `member`'s blocks: this one for member 0,
+    /// and for every block of an ordinary pack.
+    pub(crate) fn member_file(self: &Arc<Self>, member: u16) -> &Arc<PackFile> {
+        match member {
+            0 => self,
+            m => &self.members[m as usize - 1],
+        }
     }
 
     /// Whether reads bypass the page cache.
@@ -500,17 +518,32 @@ impl Runtime {
 
     /// Opens a pack: reads and validates its table of contents, and opens
     /// the file for the I/O engine (direct I/O where the filesystem allows).
+    /// A striped pack opens every member (a missing one is a
+    /// [`PackError::Member`](crate::pack::PackError::Member)), each on the
+    /// device it lies on.
     pub fn open_pack(&self, path: impl AsRef<Path>) -> Result<Arc<PackFile>, RuntimeError> {
-        let pack = Pack::open(path.as_ref())?;
-        let file = self
-            .shared
-            .engine
-            .open(path.as_ref(), self.shared.config.open_mode)?;
-        if self.shared.config.map_cached_files {
-            // A refused mapping leaves the file read with `pread`.
-            file.map_for_reads();
+        let pack = Arc::new(Pack::open(path.as_ref())?);
+        let open = |member: usize| -> Result<PackFile, RuntimeError> {
+            let file = self
+                .shared
+                .engine
+                .open(&pack.members()[member].path, self.shared.config.open_mode)?;
+            if self.shared.config.map_cached_files {
+                // A refused mapping leaves the file read with `pread`.
+                file.map_for_reads();
+            }
+            Ok(PackFile {
+                pack: pack.clone(),
+                file,
+                member,
+                members: Vec::new(),
+            })
+        };
+        let mut head = open(0)?;
+        for k in 1..pack.members().len() {
+            head.members.push(Arc::new(open(k)?));
         }
-        Ok(Arc::new(PackFile { pack, file }))
+        Ok(Arc::new(head))
     }
 
     /// Creates a queue.

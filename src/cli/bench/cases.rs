@@ -39,6 +39,9 @@ pub(super) fn variant(
             .iter()
             .all(|b| b.codec == Codec::None || (b.level as i32 == hc_level) == hc)
         && codec != Codec::None
+        // The baselines read one file; a striped pack is measured against
+        // its devices by `bench --devices`.
+        && !pack.is_striped()
     {
         return Ok(src.to_path_buf());
     }

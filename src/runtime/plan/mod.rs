@@ -27,7 +27,7 @@ pub(crate) enum BlockData {
 #[derive(Clone)]
 pub(crate) struct BlockSrc {
     pub data: BlockData,
-    /// Absolute file offset (0 for memory).
+    /// Absolute offset in its file (0 for memory).
     pub offset: u64,
     pub stored: u32,
     pub size: u32,
@@ -41,11 +41,13 @@ pub(crate) struct BlockSrc {
 }
 
 impl BlockSrc {
-    /// Block `id` of `pack`, as its table of contents describes it.
+    /// Block `id` of `pack`, as its table of contents describes it, read
+    /// from the file that holds it (a striped pack's member): the one place
+    /// that picks the member, so that everything after plans per file.
     pub fn in_pack(pack: &Arc<PackFile>, id: BlockId) -> BlockSrc {
         let b = pack.pack.blocks()[id.0 as usize];
         BlockSrc {
-            data: BlockData::File(pack.clone(), id),
+            data: BlockData::File(pack.member_file(b.member).clone(), id),
             offset: b.offset,
             stored: b.stored_size,
             size: b.size,

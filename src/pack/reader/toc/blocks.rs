@@ -4,8 +4,9 @@
 //! later, so blocks leave here owned by no asset (`AssetId(u32::MAX)`).
 
 use super::super::super::format::{self, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN};
+use super::super::super::stripe::Placement;
 use super::super::super::sub_blocks::{self, SubBlock, MAX_SUB_BLOCKS, SUB_ENTRY_LEN};
-use super::super::super::{AssetId, Block, BlockTransform, PackError};
+use super::super::super::{AssetId, Block, BlockTransform, Member, PackError};
 use super::Toc;
 use crate::codec::{Codec, MAX_BLOCK_SIZE};
 use std::ops::Range;
@@ -20,38 +21,58 @@ pub(super) struct SubTable {
 
 impl Toc<'_> {
     /// Reads every block entry, checks it, and lays the blocks back to back
-    /// from the start of the data region, which they must fill exactly.
+    /// from the start of the data region, which they must fill exactly. In
+    /// a striped pack they are dealt out over the members' data regions
+    /// (`stripe::Placement`), each of which they must fill exactly.
     /// Returns the blocks and how many sub-block entries they declare.
-    pub(super) fn blocks(&self) -> Result<(Vec<Block>, usize), PackError> {
+    pub(super) fn blocks(
+        &self,
+        members: &[Member],
+        unit: u64,
+    ) -> Result<(Vec<Block>, usize), PackError> {
         let hd = &self.hd;
         let mut blocks = Vec::with_capacity(hd.block_count as usize);
-        let mut at = hd.data_offset;
+        let mut placement = Placement::new(members.len(), unit);
         let mut sub_count = 0usize;
         for i in 0..hd.block_count as usize {
-            let b = self.block(i, at)?;
+            let stored = format::get_u32(&self.bytes[i * BLOCK_ENTRY_LEN..], 0);
+            let (m, rel) = placement.place(stored);
+            let member = &members[m];
+            let b = self.block(
+                i,
+                m,
+                member.data_offset + rel,
+                member.data_offset + member.data_len,
+            )?;
             sub_count += b.sub_blocks as usize;
-            at += b.stored_size as u64;
             blocks.push(b);
         }
-        if at != hd.toc_offset {
-            return Err(self.corrupt(
-                "table of contents",
-                hd.toc_offset,
-                format!(
-                    "blocks cover {} bytes of a {}-byte data region",
-                    at - hd.data_offset,
-                    hd.data_len
-                ),
-            ));
+        for (m, (member, &filled)) in members.iter().zip(placement.filled()).enumerate() {
+            if filled != member.data_len {
+                let whose = if members.len() > 1 {
+                    format!(" of member {m} ({})", member.path.display())
+                } else {
+                    String::new()
+                };
+                return Err(self.corrupt(
+                    "table of contents",
+                    hd.toc_offset,
+                    format!(
+                        "blocks cover {filled} bytes of a {}-byte data region{whose}",
+                        member.data_len
+                    ),
+                ));
+            }
         }
         Ok((blocks, sub_count))
     }
 
     /// Checks block entry `i`, whose stored bytes start at `at` in the
-    /// file, in the order its fields are validated: codec, reserved bytes
-    /// (version 1), transform, sub-block count, sizes, then that its bytes
-    /// stay inside the data region.
-    fn block(&self, i: usize, at: u64) -> Result<Block, PackError> {
+    /// file of member `member` (0 but in a striped pack), whose data region
+    /// ends at `end`, in the order its fields are validated: codec, reserved
+    /// bytes (version 1), transform, sub-block count, sizes, then that its
+    /// bytes stay inside the data region.
+    fn block(&self, i: usize, member: usize, at: u64, end: u64) -> Result<Block, PackError> {
         let hd = &self.hd;
         let e = &self.bytes[i * BLOCK_ENTRY_LEN..(i + 1) * BLOCK_ENTRY_LEN];
         let entry_at = hd.toc_offset + (i * BLOCK_ENTRY_LEN) as u64;
@@ -110,17 +131,17 @@ impl Toc<'_> {
                 ),
             ));
         }
-        if at + stored_size as u64 > hd.toc_offset {
+        if at + stored_size as u64 > end {
             return Err(self.corrupt(
                 what(),
                 entry_at,
                 format!(
-                    "stored bytes at {at} (+{stored_size}) run past the data region's end {}",
-                    hd.toc_offset
+                    "stored bytes at {at} (+{stored_size}) run past the data region's end {end}"
                 ),
             ));
         }
         Ok(Block {
+            member: member as u16,
             offset: at,
             stored_size,
             size,

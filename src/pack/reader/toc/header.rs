@@ -5,6 +5,7 @@
 use super::super::super::format::{
     self, header as h, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN,
 };
+use super::super::super::stripe::FLAG_STRIPED;
 use super::super::super::PackError;
 use super::corrupt;
 use std::path::Path;
@@ -43,7 +44,7 @@ pub(super) fn decode(path: &Path, hb: &[u8; HEADER_LEN]) -> Result<Header, PackE
 /// (aligned) followed by the table of contents, which ends the file, and
 /// counts of blocks and assets that the table and the data can hold.
 pub(super) fn check_fields(p: &Path, hd: &Header, file_len: u64) -> Result<(), PackError> {
-    if hd.flags != 0 {
+    if hd.flags & !FLAG_STRIPED != 0 {
         return Err(corrupt(
             p,
             "header",

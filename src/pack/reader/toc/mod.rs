@@ -11,11 +11,14 @@
 //!
 //! 1. `header`: magic, version, header checksum, flags, and that the
 //!    data region and the table of contents tile the file.
-//! 2. `read_checked`: the table of contents itself and its checksum.
-//! 3. `blocks`: every block entry, then the sub-block table.
-//! 4. `assets`: every asset entry (its name, source, block range) and,
+//! 2. `members`: in a striped pack, the stripe section after the header
+//!    (the member files themselves are checked by `Pack::open`).
+//! 3. `read_checked`: the table of contents itself and its checksum.
+//! 4. `blocks`: every block entry (and where it lies), then the
+//!    sub-block table.
+//! 5. `assets`: every asset entry (its name, source, block range) and,
 //!    through `kinds`, what a blob or a texture asks of its blocks.
-//! 5. `Toc::check_all_used`: the names fill the name table and the
+//! 6. `Toc::check_all_used`: the names fill the name table and the
 //!    assets own every block.
 //!
 //! The table of contents is laid out as block entries, asset entries,
@@ -26,9 +29,10 @@ mod blocks;
 mod header;
 mod kinds;
 
-use super::super::format::{Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
+use super::super::format::{self, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN};
+use super::super::stripe::{self, Section, FLAG_STRIPED, MAX_SECTION_LEN};
 use super::super::sub_blocks::SUB_ENTRY_LEN;
-use super::super::PackError;
+use super::super::{Member, PackError};
 use super::{corrupt, Pack};
 use std::path::{Path, PathBuf};
 
@@ -71,25 +75,28 @@ impl Toc<'_> {
 }
 
 impl Pack {
-    /// Validates a pack from its header bytes and a reader of its table
-    /// of contents (`read_toc(offset, len)`, called once the header has
-    /// bounded `len` by the file's size). Every step below returns the
-    /// first fault it finds; see the module documentation for the order.
+    /// Validates a pack from its header bytes and a reader of its bytes
+    /// (`read(offset, len)`, called once the header has bounded `len` by
+    /// the file's size: for the stripe section, then the table of
+    /// contents). Every step below returns the first fault it finds; see
+    /// the module documentation for the order.
     pub(super) fn parse(
         path: PathBuf,
         file_len: u64,
         hb: &[u8; HEADER_LEN],
-        read_toc: impl FnOnce(u64, usize) -> Result<Vec<u8>, PackError>,
+        mut read: impl FnMut(u64, usize) -> Result<Vec<u8>, PackError>,
     ) -> Result<Pack, PackError> {
         let hd = header::decode(&path, hb)?;
         header::check_fields(&path, &hd, file_len)?;
-        let bytes = read_checked(&path, &hd, read_toc)?;
+        let (members, section) = members(&path, &hd, &mut read)?;
+        let bytes = read_checked(&path, &hd, read)?;
         let toc = Toc {
             path: &path,
             hd,
             bytes: &bytes,
         };
-        let (mut blocks, sub_count) = toc.blocks()?;
+        let unit = section.as_ref().map_or(u64::MAX, |s| s.unit);
+        let (mut blocks, sub_count) = toc.blocks(&members, unit)?;
         let subs = toc.sub_blocks(sub_count, &blocks)?;
         let assets = toc.assets(sub_count, &mut blocks, &subs)?;
         toc.check_all_used(sub_count, &assets)?;
@@ -105,8 +112,42 @@ impl Pack {
             by_name: assets.by_name,
             sub_index: subs.index,
             sub_blocks: subs.subs,
+            members,
+            stripe: section.map(|s| (s.unit, s.pack_id)),
         })
     }
+}
+
+/// The files a pack's blocks lie in: the pack itself, or, with the stripe
+/// flag, the head and the members its stripe section names, each with the
+/// data region it declares (checked against the blocks in the block step
+/// and against the member files by `Pack::open`).
+fn members(
+    path: &Path,
+    hd: &Header,
+    read: &mut impl FnMut(u64, usize) -> Result<Vec<u8>, PackError>,
+) -> Result<(Vec<Member>, Option<Section>), PackError> {
+    let head = Member {
+        path: path.to_path_buf(),
+        data_offset: hd.data_offset,
+        data_len: hd.data_len,
+    };
+    if hd.flags & FLAG_STRIPED == 0 {
+        return Ok((vec![head], None));
+    }
+    // data_offset <= file_len (checked with the header); the section is
+    // bounded whatever padding the file declares.
+    let len = (hd.data_offset as usize - HEADER_LEN).min(MAX_SECTION_LEN);
+    let bytes = read(HEADER_LEN as u64, len)?;
+    let section = Section::decode(&bytes)
+        .map_err(|(offset, reason)| corrupt(path, "stripe section", offset, reason))?;
+    let mut members = vec![head];
+    members.extend(section.members.iter().map(|m| Member {
+        path: stripe::resolve(path, &m.path),
+        data_offset: format::DATA_ALIGN,
+        data_len: m.data_len,
+    }));
+    Ok((members, Some(section)))
 }
 
 /// Reads the table of contents and checks it against the header's
@@ -114,7 +155,7 @@ impl Pack {
 fn read_checked(
     path: &Path,
     hd: &Header,
-    read_toc: impl FnOnce(u64, usize) -> Result<Vec<u8>, PackError>,
+    mut read_toc: impl FnMut(u64, usize) -> Result<Vec<u8>, PackError>,
 ) -> Result<Vec<u8>, PackError> {
     // toc_len <= file_len (checked with the header), so this allocation is
     // what the file justifies.
