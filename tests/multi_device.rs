@@ -3,7 +3,10 @@
 //! pack on each, streamed by one runtime in one submission: while both
 //! devices have work queued, neither may sit idle. A runtime that drained
 //! one device's reads before starting the other's (a scheduler that is not
-//! per device) would leave the second idle for the whole first half.
+//! per device) would leave the second idle for the whole first half. Then
+//! the same for one pack striped over both disks, whose requests come in
+//! table order: a runtime that planned reads per pack rather than per
+//! member file would read one disk at a time.
 //!
 //! Needs root, loop devices and the blkio cgroup (v1). Without them the
 //! test says why and passes, unless `GPUSTREAM_REQUIRE_LOOP=1` (CI sets
@@ -128,7 +131,7 @@ impl Drop for Disks {
     }
 }
 
-fn write_pack(dir: &Path, seed: u64) -> PathBuf {
+fn write_pack(dir: &Path, seed: u64, mib: usize) -> PathBuf {
     let path = dir.join("blobs.gspk");
     let mut w = PackWriter::create(
         &path,
@@ -140,7 +143,7 @@ fn write_pack(dir: &Path, seed: u64) -> PathBuf {
     .unwrap();
     let mut x = seed | 1;
     let mut blob = vec![0u8; BLOB];
-    for i in 0..PACK_MIB * (1 << 20) / BLOB {
+    for i in 0..mib * (1 << 20) / BLOB {
         for w8 in blob.chunks_exact_mut(8) {
             x ^= x << 13;
             x ^= x >> 7;
@@ -167,8 +170,21 @@ fn no_device_idles_while_another_has_work_queued() {
         .disks
         .iter()
         .enumerate()
-        .map(|(i, (_, mnt))| write_pack(mnt, 0x1234_5678 + i as u64))
+        .map(|(i, (_, mnt))| write_pack(mnt, 0x1234_5678 + i as u64, PACK_MIB))
         .collect();
+    // One more pack, striped over both disks: as many bytes on each disk
+    // as its own pack, so both runs are judged over as many windows.
+    let whole_dir = tempfile::tempdir().unwrap();
+    let whole = write_pack(whole_dir.path(), 0x9abc_def0, 2 * PACK_MIB);
+    let striped = disks.disks[0].1.join("striped.gspk");
+    let member = disks.disks[1].1.join("striped.gspk.1");
+    gpustream::pack::stripe::stripe_pack(
+        &whole,
+        &striped,
+        std::slice::from_ref(&member),
+        gpustream::pack::stripe::DEFAULT_UNIT,
+    )
+    .unwrap();
     // The pages just written must not serve the reads: O_DIRECT bypasses
     // the page cache, and the loop devices read their files with direct
     // I/O too, so every byte comes through the throttled devices.
@@ -182,18 +198,53 @@ fn no_device_idles_while_another_has_work_queued() {
     for pf in &opened {
         assert!(pf.is_direct(), "the pack should be read with O_DIRECT");
     }
-    let mems: Vec<Vec<HostMemory>> = opened
-        .iter()
-        .map(|pf| {
-            pf.pack()
-                .assets()
-                .iter()
-                .map(|a| HostMemory::new(a.size as usize))
-                .collect()
-        })
-        .collect();
+    // Every request of the first pack, then every request of the second:
+    // the order that would starve the second disk if the runtime read in
+    // enqueue order rather than per device.
+    let requests: Vec<_> = opened.iter().flat_map(blobs).collect();
+    let need = (PACK_MIB << 20) as u64;
+    let windows = stream_and_check_both_busy(&disks, &runtime, &requests, need);
+    eprintln!("separate packs: both disks read in each of {windows} windows of 250 ms");
 
-    // Sample each disk's sectors read every 50 ms while the pass runs.
+    // The striped pack, in table order: its stripe units alternate
+    // between the disks, and both must stay busy again.
+    let pf = runtime.open_pack(&striped).unwrap();
+    assert!(pf.is_direct() && pf.pack().is_striped());
+    let requests = blobs(&pf);
+    // Each disk holds half of it, give or take a stripe unit.
+    let windows = stream_and_check_both_busy(&disks, &runtime, &requests, need * 9 / 10);
+    eprintln!("striped pack: both disks read in each of {windows} windows of 250 ms");
+    // Files on the disks close before the disks go.
+    drop((requests, pf, opened, runtime));
+}
+
+/// Every blob of `pf`, each with its own destination.
+fn blobs(pf: &Arc<PackFile>) -> Vec<(Arc<PackFile>, AssetId, HostMemory)> {
+    pf.pack()
+        .assets()
+        .iter()
+        .enumerate()
+        .map(|(k, a)| {
+            (
+                pf.clone(),
+                AssetId(k as u32),
+                HostMemory::new(a.size as usize),
+            )
+        })
+        .collect()
+}
+
+/// Streams `requests` in one submission while sampling each disk's
+/// sectors read every 50 ms; checks that each disk served at least `need`
+/// bytes and that, from the first sector either read until the first
+/// finished its `need`, every 250 ms window saw both disks read. Returns
+/// how many windows were judged.
+fn stream_and_check_both_busy(
+    disks: &Disks,
+    runtime: &Runtime,
+    requests: &[(Arc<PackFile>, AssetId, HostMemory)],
+    need: u64,
+) -> usize {
     let done = Arc::new(AtomicBool::new(false));
     let sampler = {
         let done = done.clone();
@@ -217,19 +268,14 @@ fn no_device_idles_while_another_has_work_queued() {
         })
     };
     let before = disks.sectors_read();
-    // Every request of the first pack, then every request of the second:
-    // the order that would starve the second disk if the runtime read in
-    // enqueue order rather than per device.
     let queue = runtime.create_queue(QueueConfig::default());
-    for (pf, mem) in opened.iter().zip(&mems) {
-        for (k, m) in mem.iter().enumerate() {
-            queue
-                .enqueue(Request::new(
-                    Source::blob(pf, AssetId(k as u32)),
-                    Destination::memory(m),
-                ))
-                .unwrap();
-        }
+    for (pf, asset, m) in requests {
+        queue
+            .enqueue(Request::new(
+                Source::blob(pf, *asset),
+                Destination::memory(m),
+            ))
+            .unwrap();
     }
     let fence = Fence::new();
     queue.enqueue_signal(&fence, 1);
@@ -243,21 +289,16 @@ fn no_device_idles_while_another_has_work_queued() {
         queue.error_record()
     );
 
-    // Each disk served its whole pack (sectors of 512 bytes).
+    // Each disk served its share (sectors of 512 bytes).
     let after = disks.sectors_read();
     for (i, (b, a)) in before.iter().zip(&after).enumerate() {
         let read = (a - b) * 512;
-        assert!(
-            read >= (PACK_MIB << 20) as u64,
-            "disk {i} read {read} bytes for a {PACK_MIB} MiB pack"
-        );
+        assert!(read >= need, "disk {i} read {read} bytes of its {need}");
     }
-    // From the first sector either disk read until the earlier of the two
-    // finished its pack, every 250 ms window saw both disks read: at
-    // 32 MiB/s a busy disk reads about 8 MiB a window, and the throttle
+    // At 32 MiB/s a busy disk reads about 8 MiB a window, and the throttle
     // releases reads every 100 ms or less.
     let progress = |s: &Vec<u64>, i: usize| s[i] - before[i];
-    let need = (PACK_MIB << 20) as u64 / 512;
+    let need = need / 512;
     let start = samples
         .iter()
         .find(|(_, s)| (0..2).any(|i| progress(s, i) > 0))
@@ -296,7 +337,5 @@ fn no_device_idles_while_another_has_work_queued() {
         windows >= 2,
         "too few whole windows ({windows}) between {start:?} and {first_done:?} to judge"
     );
-    eprintln!("both disks read in each of {windows} windows of 250 ms");
-    // Files on the disks close before the disks go.
-    drop((queue, mems, opened, runtime));
+    windows
 }

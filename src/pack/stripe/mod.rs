@@ -103,7 +103,7 @@ impl Placement {
 
 /// One member other than the head, as the stripe section records it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemberEntry {
+pub(crate) struct MemberEntry {
     /// The member file, relative to the head's directory (or absolute).
     pub path: String,
     /// Bytes of its data region.
@@ -112,7 +112,7 @@ pub struct MemberEntry {
 
 /// The stripe section of a head file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Section {
+pub(crate) struct Section {
     /// The stripe unit in bytes.
     pub unit: u64,
     /// A number every member records, so that a member of another pack
@@ -231,7 +231,7 @@ impl Section {
 
 /// The header of a member file other than the head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemberHeader {
+pub(crate) struct MemberHeader {
     /// Its index among the members (1.., the head is 0).
     pub index: u32,
     /// How many members the pack has, the head included.
@@ -286,7 +286,7 @@ impl MemberHeader {
 
 /// Where a member's path, as the section stores it, points: relative paths
 /// are taken from the head's directory.
-pub fn resolve(head: &Path, stored: &str) -> PathBuf {
+pub(crate) fn resolve(head: &Path, stored: &str) -> PathBuf {
     let p = Path::new(stored);
     if p.is_absolute() {
         return p.to_path_buf();
@@ -296,7 +296,7 @@ pub fn resolve(head: &Path, stored: &str) -> PathBuf {
 
 /// The path of `member` relative to the directory `from`, lexically (both
 /// absolute and without `..`); `None` when they share no root.
-pub fn relative_to(member: &Path, from: &Path) -> Option<PathBuf> {
+pub(crate) fn relative_to(member: &Path, from: &Path) -> Option<PathBuf> {
     use std::path::Component;
     let m: Vec<Component> = member.components().collect();
     let f: Vec<Component> = from.components().collect();
