@@ -5,7 +5,9 @@
 //! streaming figures.
 //!
 //! The textures are made here as PNGs and packed by `gpustream pack`
-//! (sRGB BC7) into `target/demo-pack/demo.gspk` on first run.
+//! (sRGB BC7) into `target/demo-pack/demo.gspk` on first run. The pack is
+//! registered as the asset source `demo`, and the textures are loaded the
+//! Bevy way: `asset_server.load("demo://surface_00.png")`.
 //!
 //! ```sh
 //! cargo run --release --example streaming_corridor            # 12 MiB budget
@@ -23,7 +25,7 @@ use bevy::diagnostic::FrameTimeDiagnosticsPlugin;
 use bevy::prelude::*;
 use bevy::render::view::screenshot::{save_to_disk, Screenshot};
 use bevy::window::PresentMode;
-use gpustream_bevy::{GpuStreamPlugin, TextureStreamer};
+use gpustream_bevy::{GpuStreamPlugin, PackSourceAppExt};
 
 fn main() -> AppExit {
     let budget_mib: u64 = std::env::args()
@@ -39,23 +41,25 @@ fn main() -> AppExit {
         .unwrap_or((960u32, 540u32));
     let pack = scene::pack_path_or_exit();
     let mut app = App::new();
-    app.add_plugins(DefaultPlugins.set(WindowPlugin {
-        primary_window: Some(Window {
-            title: "gpustream-bevy: streaming corridor".into(),
-            resolution: (width, height).into(),
-            present_mode: PresentMode::AutoNoVsync,
+    // Asset sources are built with AssetPlugin: register before DefaultPlugins.
+    app.register_pack_source("demo", &pack)
+        .expect("the demo pack opens")
+        .add_plugins(DefaultPlugins.set(WindowPlugin {
+            primary_window: Some(Window {
+                title: "gpustream-bevy: streaming corridor".into(),
+                resolution: (width, height).into(),
+                present_mode: PresentMode::AutoNoVsync,
+                ..default()
+            }),
             ..default()
-        }),
-        ..default()
-    }))
-    .add_plugins(FrameTimeDiagnosticsPlugin::default())
-    .add_plugins(GpuStreamPlugin {
-        budget_bytes: budget_mib << 20,
-        max_requests_per_frame: 24,
-        ..default()
-    })
-    .insert_resource(PackPath(pack))
-    .add_systems(Startup, setup);
+        }))
+        .add_plugins(FrameTimeDiagnosticsPlugin::default())
+        .add_plugins(GpuStreamPlugin {
+            budget_bytes: budget_mib << 20,
+            max_requests_per_frame: 24,
+            ..default()
+        })
+        .add_systems(Startup, setup);
     scene::add_scene_systems(&mut app);
     if let Some(path) = std::env::var_os("GPUSTREAM_BEVY_SCREENSHOT") {
         let frames = std::env::var("GPUSTREAM_BEVY_FRAMES")
@@ -72,25 +76,17 @@ fn main() -> AppExit {
     app.run()
 }
 
-#[derive(Resource)]
-struct PackPath(std::path::PathBuf);
-
 fn setup(
     mut commands: Commands,
-    pack: Res<PackPath>,
-    mut streamer: ResMut<TextureStreamer>,
+    server: Res<AssetServer>,
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
-    mut images: ResMut<Assets<Image>>,
 ) {
-    let pack = streamer.add_pack(&pack.0).expect("the demo pack opens");
     scene::spawn_scene(
         &mut commands,
         &mut meshes,
         &mut materials,
-        &mut images,
-        &mut streamer,
-        pack,
+        scene::load_from_source(&server, "demo"),
         scene::FlyThrough {
             t: 0.0,
             per_second: 0.04,

@@ -2,12 +2,17 @@
 //! packs (`.gspk`) mip by mip, within a GPU memory budget the application
 //! sets.
 //!
+//! Register a pack as an asset source (before `DefaultPlugins`, which
+//! builds the sources) and load its textures through the `AssetServer`:
+//!
 //! ```no_run
 //! use bevy::prelude::*;
-//! use gpustream_bevy::{GpuStreamPlugin, TextureStreamer};
+//! use gpustream_bevy::{GpuStreamPlugin, PackSourceAppExt};
 //!
 //! fn main() {
 //!     App::new()
+//!         .register_pack_source("level1", "assets/level1.gspk")
+//!         .expect("the pack opens")
 //!         .add_plugins(DefaultPlugins)
 //!         .add_plugins(GpuStreamPlugin {
 //!             budget_bytes: 64 << 20,
@@ -16,6 +21,23 @@
 //!         .add_systems(Startup, setup)
 //!         .run();
 //! }
+//!
+//! fn setup(server: Res<AssetServer>, mut materials: ResMut<Assets<StandardMaterial>>) {
+//!     let image: Handle<Image> = server.load("level1://bricks.png");
+//!     materials.add(StandardMaterial { base_color_texture: Some(image), ..default() });
+//! }
+//! ```
+//!
+//! A texture of the pack loads as a streamed image (no CPU data, its full
+//! chain allocated, mips streamed by on-screen need); a blob of the pack
+//! loads with whatever Bevy loader its name's extension picks. See
+//! [`PackSourceAppExt`] for what the source serves.
+//!
+//! Or, without the asset server, through the streamer itself:
+//!
+//! ```no_run
+//! use bevy::prelude::*;
+//! use gpustream_bevy::TextureStreamer;
 //!
 //! fn setup(
 //!     mut streamer: ResMut<TextureStreamer>,
@@ -30,17 +52,19 @@
 //!
 //! How it works, in the order a frame runs it (each step its own module):
 //!
-//! 1. [`land`](stream): the gpustream fence is read, never waited on; mips
-//!    whose requests all finished become resident.
+//! 0. `loader`: images the asset server loaded from a pack source are
+//!    handed to the [`TextureStreamer`].
+//! 1. `land` ([`stream`]): the gpustream fence is read, never waited on;
+//!    mips whose requests all finished become resident.
 //! 2. [`need`]: every visible mesh whose `StandardMaterial` samples a
 //!    streamed image says which mip its on-screen size wants (distance and
 //!    texel density).
-//! 3. [`residency`]: loads go to the textures furthest from what the screen
+//! 3. `residency`: loads go to the textures furthest from what the screen
 //!    wants; room is made by evicting least recently used mips; the bytes of
 //!    resident and in-flight mips never pass the budget.
-//! 4. [`stream`]: the loads become tile requests on one gpustream queue, at
-//!    most [`GpuStreamPlugin::max_requests_per_frame`] a frame, with one
-//!    fence value per frame.
+//! 4. `queue` ([`stream`]): the loads become tile requests on one
+//!    gpustream queue, at most [`GpuStreamPlugin::max_requests_per_frame`]
+//!    a frame, with one fence value per frame.
 //! 5. [`view`]: an image whose residency changed gets a texture view whose
 //!    `base_mip_level` is its finest resident mip, so mips that are absent
 //!    are never sampled.
@@ -57,18 +81,25 @@
 //! [`ALLOCATED_BYTES`](diagnostics::ALLOCATED_BYTES) diagnostic.
 
 pub mod diagnostics;
+mod loader;
 pub mod need;
 pub(crate) mod residency;
+mod source;
 pub mod stream;
 pub mod view;
 
+use bevy::asset::AssetApp;
 use bevy::prelude::*;
 use bevy::render::{Render, RenderApp, RenderSystems};
 
+pub use loader::{StreamedTextureError, StreamedTextureLoader};
 pub use need::TexelDensity;
+pub use source::{PackSourceAppExt, PackSourceError};
 pub use stream::{MipResidency, PackId, StreamError, StreamingStats, TextureStreamer};
 
-/// The plugin. Add it after `DefaultPlugins` (it needs the render device).
+/// The plugin. Add it after `DefaultPlugins` (it needs the render device,
+/// and registers [`StreamedTextureLoader`] with the asset server); register
+/// pack asset sources before `DefaultPlugins` ([`PackSourceAppExt`]).
 #[derive(Clone)]
 pub struct GpuStreamPlugin {
     /// Bytes of resident and in-flight mip levels, over every streamed
@@ -152,6 +183,17 @@ impl Plugin for GpuStreamPlugin {
                 ),
             );
         diagnostics::register(app);
+        // Pack asset sources: their textures' meta names this loader, and
+        // the images it makes are handed to the streamer once loaded.
+        if app.world().contains_resource::<AssetServer>() {
+            app.register_asset_loader(loader::StreamedTextureLoader {
+                extra_usages: self.extra_texture_usages,
+            })
+            .add_systems(
+                PostUpdate,
+                loader::adopt_loaded_images.before(StreamingSystems::Land),
+            );
+        }
         if let Some(render_app) = app.get_sub_app_mut(RenderApp) {
             render_app.insert_resource(shared).add_systems(
                 Render,

@@ -9,6 +9,10 @@
 //! - `readback`: once a texture is fully resident, every mip read back from
 //!   its GPU texture equals the pack's bytes, and the image's view starts at
 //!   the finest resident mip;
+//! - `asset_source`: the same, for images loaded the Bevy way,
+//!   `asset_server.load("demo://surface_04.png")`, from the pack registered
+//!   as an asset source: they are streamed images (no CPU data, the full
+//!   chain) that the streamer adopts and fills;
 //! - `frame_times`: the same flight with streaming on and with every mip
 //!   preloaded; the frame-time distributions are printed side by side. Only
 //!   robust facts are asserted (both runs render every frame, the streaming
@@ -33,7 +37,7 @@ use bevy::render::renderer::{RenderDevice, RenderQueue};
 use bevy::render::view::screenshot::{Screenshot, ScreenshotCaptured};
 use bevy::window::PresentMode;
 use bevy::winit::{UpdateMode, WinitSettings};
-use gpustream_bevy::{GpuStreamPlugin, StreamingSystems, TextureStreamer};
+use gpustream_bevy::{GpuStreamPlugin, PackSourceAppExt, StreamingSystems, TextureStreamer};
 
 const W: u32 = 480;
 const H: u32 = 270;
@@ -154,12 +158,14 @@ fn main() {
     );
     let mut failed = Vec::new();
     let mut outputs = Vec::new();
-    for name in [
+    let checks = [
         "budget",
         "readback",
+        "asset_source",
         "frame_times_streaming",
         "frame_times_preloaded",
-    ] {
+    ];
+    for name in checks {
         let t = Instant::now();
         let out = Command::new(std::env::current_exe().expect("own path"))
             .args(["--scenario", name])
@@ -194,7 +200,7 @@ fn main() {
         eprintln!("failed checks: {failed:?}");
         std::process::exit(1);
     }
-    println!("test result: ok. 4 checks passed");
+    println!("test result: ok. {} checks passed", checks.len());
 }
 
 /// Prints the two runs' distributions and their ratios.
@@ -244,9 +250,18 @@ fn report_frame_times(outputs: &[(&str, String)]) {
 #[derive(Resource, Clone, Copy, PartialEq, Eq, Debug)]
 enum Check {
     Budget,
-    Readback,
-    FrameTimes { preload: bool },
+    /// Images made by `TextureStreamer::load`, or loaded through the asset
+    /// server from the pack as an asset source.
+    Readback {
+        via_source: bool,
+    },
+    FrameTimes {
+        preload: bool,
+    },
 }
+
+/// The asset source name the `asset_source` check registers the pack as.
+const SOURCE: &str = "demo";
 
 /// Per-run state of a check.
 #[derive(Resource, Default)]
@@ -264,7 +279,8 @@ struct Progress {
 fn run_scenario(name: &str) -> i32 {
     let check = match name {
         "budget" => Check::Budget,
-        "readback" => Check::Readback,
+        "readback" => Check::Readback { via_source: false },
+        "asset_source" => Check::Readback { via_source: true },
         "frame_times_streaming" => Check::FrameTimes { preload: false },
         "frame_times_preloaded" => Check::FrameTimes { preload: true },
         other => {
@@ -282,7 +298,7 @@ fn run_scenario(name: &str) -> i32 {
         },
         // Every visible texture wants mip 0 (a strong negative bias) and the
         // budget holds them all.
-        Check::Readback => GpuStreamPlugin {
+        Check::Readback { .. } => GpuStreamPlugin {
             budget_bytes: 64 << 20,
             max_requests_per_frame: 32,
             mip_bias: -8.0,
@@ -297,6 +313,11 @@ fn run_scenario(name: &str) -> i32 {
         },
     };
     let mut app = App::new();
+    if check == (Check::Readback { via_source: true }) {
+        // Before DefaultPlugins: AssetPlugin builds the sources it knows.
+        app.register_pack_source(SOURCE, &pack)
+            .expect("the demo pack registers as an asset source");
+    }
     app.add_plugins(DefaultPlugins.set(WindowPlugin {
         primary_window: Some(Window {
             title: format!("gpustream-bevy test: {name}"),
@@ -356,30 +377,30 @@ fn detail(image: Image) -> f64 {
     edges as f64 / n.max(1) as f64
 }
 
+#[allow(clippy::too_many_arguments)]
 fn setup(
     mut commands: Commands,
+    check: Res<Check>,
     pack: Res<PackFile>,
+    server: Res<AssetServer>,
     mut streamer: ResMut<TextureStreamer>,
     mut meshes: ResMut<Assets<Mesh>>,
     mut materials: ResMut<Assets<StandardMaterial>>,
     mut images: ResMut<Assets<Image>>,
 ) {
-    let pack = streamer.add_pack(&pack.0).expect("the demo pack opens");
+    let handles = if *check == (Check::Readback { via_source: true }) {
+        scene::load_from_source(&server, SOURCE)
+    } else {
+        let pack = streamer.add_pack(&pack.0).expect("the demo pack opens");
+        scene::load_from_streamer(&mut streamer, &mut images, pack)
+    };
     // Paused at the corridor's start until a check starts the flight.
     let fly = scene::FlyThrough {
         t: 0.0,
         per_second: 0.0,
         per_frame: Some(0.0),
     };
-    scene::spawn_scene(
-        &mut commands,
-        &mut meshes,
-        &mut materials,
-        &mut images,
-        &mut streamer,
-        pack,
-        fly,
-    );
+    scene::spawn_scene(&mut commands, &mut meshes, &mut materials, handles, fly);
 }
 
 /// Runs every frame after the plugin: checks, measures, and ends the run.
@@ -395,6 +416,7 @@ fn observe(
     device: Option<Res<RenderDevice>>,
     queue: Option<Res<RenderQueue>>,
     shot: Res<ShotSlot>,
+    server: Res<AssetServer>,
     mut commands: Commands,
     mut exit: MessageWriter<AppExit>,
 ) {
@@ -464,11 +486,29 @@ fn observe(
                 }
             }
         }
-        Check::Readback => {
+        Check::Readback { via_source } => {
             // Texture 4 is on the left pillar of the third pair, in view
             // from the paused camera.
             let handle = &scene_images.0[4];
+            if let bevy::asset::LoadState::Failed(e) = server.load_state(handle) {
+                return fail(&mut progress, &mut exit, format!("loading failed: {e}"));
+            }
             let Some(r) = streamer.residency(handle) else {
+                // Streamer-made images are streamed from the start; an asset
+                // source's are adopted once loaded, a few frames in.
+                if via_source && frame > 600 {
+                    fail(
+                        &mut progress,
+                        &mut exit,
+                        format!(
+                            "{} was never handed to the streamer",
+                            server
+                                .get_path(handle)
+                                .map(|p| p.to_string())
+                                .unwrap_or_default()
+                        ),
+                    );
+                }
                 return;
             };
             if r.base != Some(0) {
@@ -586,9 +626,21 @@ fn read_back_and_compare(
     queue: &RenderQueue,
 ) -> Result<String, String> {
     let residency = streamer.residency(handle).ok_or("not streamed")?;
-    let view_base = images
+    let image = images
         .get(handle)
-        .and_then(|i| i.texture_view_descriptor.as_ref())
+        .ok_or("the image is not in Assets<Image>")?;
+    if image.data.is_some() {
+        return Err("the image has CPU data: it was not made as a streamed image".into());
+    }
+    if image.texture_descriptor.mip_level_count != u32::from(residency.mip_count) {
+        return Err(format!(
+            "the image has {} mip levels, the pack's texture {}",
+            image.texture_descriptor.mip_level_count, residency.mip_count
+        ));
+    }
+    let view_base = image
+        .texture_view_descriptor
+        .as_ref()
         .map(|v| v.base_mip_level);
     if view_base != residency.base.map(u32::from) {
         return Err(format!(

@@ -211,24 +211,38 @@ pub fn fly(time: Res<Time>, mut cameras: Query<(&mut FlyThrough, &mut Transform)
 #[derive(Resource)]
 pub struct SceneImages(pub Vec<Handle<Image>>);
 
-/// Spawns the corridor: `PAIRS` pairs of pillars (each texture on several),
-/// a floor, a light and the flying camera.
-pub fn spawn_scene(
-    commands: &mut Commands,
-    meshes: &mut Assets<Mesh>,
-    materials: &mut Assets<StandardMaterial>,
-    images: &mut Assets<Image>,
+/// The demo textures made into streamed images by the streamer itself.
+pub fn load_from_streamer(
     streamer: &mut TextureStreamer,
+    images: &mut Assets<Image>,
     pack: PackId,
-    fly: FlyThrough,
-) {
-    let handles: Vec<Handle<Image>> = (0..TEXTURES)
+) -> Vec<Handle<Image>> {
+    (0..TEXTURES)
         .map(|i| {
             streamer
                 .load(images, pack, &texture_name(i))
                 .expect("the demo pack has every texture")
         })
-        .collect();
+        .collect()
+}
+
+/// The demo textures loaded through the asset server from the pack
+/// registered as asset source `source` (`source://surface_00.png`, ...).
+pub fn load_from_source(server: &AssetServer, source: &str) -> Vec<Handle<Image>> {
+    (0..TEXTURES)
+        .map(|i| server.load(format!("{source}://{}", texture_name(i))))
+        .collect()
+}
+
+/// Spawns the corridor: `PAIRS` pairs of pillars wearing `handles` (each
+/// texture on several), a floor, a light and the flying camera.
+pub fn spawn_scene(
+    commands: &mut Commands,
+    meshes: &mut Assets<Mesh>,
+    materials: &mut Assets<StandardMaterial>,
+    handles: Vec<Handle<Image>>,
+    fly: FlyThrough,
+) {
     let mats: Vec<Handle<StandardMaterial>> = handles
         .iter()
         .map(|h| {
