@@ -30,6 +30,14 @@ const BLOB: usize = 4 << 20;
 /// The pack `bench --devices` and `sweep --devices` put on a device: `mib`
 /// MiB of stored blobs, written on first use and reused after.
 pub fn ensure_pack(dir: &Path, mib: u64) -> Result<PathBuf, BoxError> {
+    if mib == 0 || !(mib << 20).is_multiple_of(BLOB as u64) {
+        return Err(format!(
+            "a device's pack is whole {} MiB blobs: {mib} MiB is not a positive multiple of {}",
+            BLOB >> 20,
+            BLOB >> 20
+        )
+        .into());
+    }
     let path = dir.join(format!("gpustream-devices-{mib}MiB.gspk"));
     if gpustream::pack::Pack::open(&path)
         .is_ok_and(|p| p.assets().len() as u64 * BLOB as u64 == mib << 20)
@@ -225,8 +233,11 @@ pub fn bench(dirs: &[PathBuf], mib: u64, passes: u32) -> Result<DevicesReport, B
         .iter()
         .map(|d| ensure_pack(d, mib))
         .collect::<Result<Vec<_>, _>>()?;
-    let striped = ensure_striped(dirs, mib)?;
     let n = paths.len();
+    if n < 2 {
+        return Err("bench --devices needs two directories or more, one per device".into());
+    }
+    let striped = ensure_striped(dirs, mib)?;
     let mut open = paths.clone();
     open.push(striped.clone());
     let devices = Devices::open(&open, gpustream::io::IoConfig::default())?;

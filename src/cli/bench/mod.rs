@@ -108,12 +108,14 @@ pub struct Args {
     quick: bool,
     /// Size of the demo pack to build, in MiB of uncompressed data
     /// (default 128, or 64 with --quick). With `--devices`, the size of
-    /// each device's pack (default 1024, or 256 with --quick).
+    /// each device's pack, a multiple of 4 (default 1024, or 256 with
+    /// --quick), and of its share of the pack striped over them all.
     #[arg(long)]
     demo_mib: Option<u64>,
-    /// Directories on separate devices (comma-separated): one pack of
-    /// stored blobs on each, streamed by one runtime all at once, against
-    /// the sum of each device alone measured in the same run.
+    /// Directories on separate devices (comma-separated, two or more): one
+    /// pack of stored blobs on each, streamed by one runtime all at once,
+    /// and one pack striped over all of them (`pack --stripe`), each
+    /// against the sum of each device alone measured in the same run.
     /// `scripts/loop-disks.sh` makes simulated devices with their own
     /// bandwidth limits.
     #[arg(long, value_delimiter = ',', value_name = "DIRS")]

@@ -81,7 +81,8 @@ pub struct Args {
     /// N devices at once with 64 KiB, 256 KiB and 1 MiB reads.
     #[arg(long, value_delimiter = ',', value_name = "DIRS", conflicts_with_all = ["file", "files"])]
     devices: Option<Vec<PathBuf>>,
-    /// With --devices: MiB per device's pack (default 512, 128 with --quick).
+    /// With --devices: MiB per device's pack, a multiple of 4 (default
+    /// 512, 128 with --quick).
     #[arg(long, requires = "devices")]
     devices_mib: Option<u64>,
 }
