@@ -296,3 +296,37 @@ fn stripe_pack_refuses_what_it_cannot_write() {
     names.sort();
     assert_eq!(names, ["w.gspk.1"]);
 }
+
+#[test]
+fn a_member_may_hold_more_blocks_than_the_head_has_bytes() {
+    // One stored 64 KiB blob fills member 0's first unit; then 70,000
+    // one-byte blobs: 65,536 of them make member 1's unit, the rest go
+    // back to member 0, which ends with fewer bytes than the pack has
+    // blocks. The head's own data region cannot bound the block count.
+    let dir = tempfile::tempdir().unwrap();
+    let whole = dir.path().join("tiny.gspk");
+    let mut w = PackWriter::create(
+        &whole,
+        WriterOptions {
+            codec: Codec::None,
+            threads: 1,
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    w.add_blob("first", &content(9, 64 << 10)).unwrap();
+    for i in 0..70_000u32 {
+        w.add_blob(&format!("t{i}"), &[i as u8]).unwrap();
+    }
+    w.finish().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let head = a.join("tiny.gspk");
+    stripe::stripe_pack(&whole, &head, &[b.join("tiny.gspk.1")], stripe::MIN_UNIT).unwrap();
+    let pack = Pack::open(&head).unwrap();
+    assert!((pack.members()[0].data_len as usize) < pack.blocks().len());
+    assert_eq!(pack.members()[1].data_len, 65_536);
+    let last = pack.find("t69999").unwrap();
+    assert_eq!(pack.read_blob(last).unwrap(), [69_999u32 as u8]);
+}

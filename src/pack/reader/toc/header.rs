@@ -102,8 +102,10 @@ pub(super) fn check_fields(p: &Path, hd: &Header, file_len: u64) -> Result<(), P
         ));
     }
     // Every block stores at least one byte, so the data region bounds
-    // the block count too.
-    if hd.block_count as u64 > hd.data_len {
+    // the block count too. A striped head's data region holds only member
+    // 0's blocks; there the table of contents alone bounds the count (the
+    // block step checks that the blocks fill every member exactly).
+    if hd.flags & FLAG_STRIPED == 0 && hd.block_count as u64 > hd.data_len {
         return Err(corrupt(
             p,
             "header",
