@@ -61,7 +61,8 @@ impl AlignedBuf {
         self.align
     }
 
-    /// A raw pointer to the first byte, for handing to [`crate::io::IoEngine::submit`].
+    /// A raw pointer to the first byte, for handing to the I/O engine
+    /// (`IoEngine::submit`, public with the `tools` feature).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }

@@ -15,7 +15,8 @@
 //!   offset.
 //! - `plan_reads` coalesces nearby ranges, [`align_range`] rounds a range
 //!   to the direct-I/O alignment.
-//! - [`FaultConfig`] wraps either backend in a seeded fault injector.
+//! - `FaultConfig` (public with the `tools` feature) wraps either backend
+//!   in a seeded fault injector.
 //!
 //! Every request submitted completes exactly once. Reading past the end of
 //! the file is not an error: the completion carries the number of bytes
@@ -140,7 +141,8 @@ impl Default for IoConfig {
 /// The largest queue depth accepted (io_uring rings are sized from it).
 pub const MAX_QUEUE_DEPTH: usize = 4096;
 
-/// One read into caller-owned memory, for [`IoEngine::submit`].
+/// One read into caller-owned memory, for `IoEngine::submit` (public with
+/// the `tools` feature).
 #[derive(Debug, Clone)]
 pub struct ReadOp {
     /// The file to read.

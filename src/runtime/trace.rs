@@ -6,8 +6,8 @@
 //! `{"format":"gpustream-trace","version":1}`; every other line is a
 //! [`TraceRecord`].
 //!
-//! A trace is untrusted input when it is read back ([`TraceReader`]): lines
-//! are read with a bound ([`MAX_LINE_BYTES`]) that no input can move, and
+//! A trace is untrusted input when it is read back (`TraceReader`, public
+//! with the `tools` feature): lines are read with a bound ([`MAX_LINE_BYTES`]) that no input can move, and
 //! every error names the file and the line (and the byte offset where one
 //! helps).
 
@@ -418,7 +418,7 @@ pub enum TraceError {
         path: PathBuf,
         /// The first line past the limit.
         line: u64,
-        /// The limit given to [`TraceReader::with_max_records`].
+        /// The limit given to `TraceReader::with_max_records`.
         limit: u64,
     },
 }
