@@ -66,6 +66,8 @@ tools_pub_mod!(gpu);
 pub mod io;
 pub mod pack;
 pub mod prelude;
+#[cfg(all(feature = "remote", target_os = "linux"))]
+pub mod remote;
 pub mod runtime;
 pub(crate) mod staging;
 

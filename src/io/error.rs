@@ -82,6 +82,23 @@ pub enum IoError {
         /// Length of the request.
         len: usize,
     },
+    /// The file is a local cache of an object in object storage, and the
+    /// bytes this request needs could not be fetched into it (the server
+    /// refused or failed, timed out after its retries, or sent bytes that
+    /// do not match the pack's checksums). Only this request fails.
+    #[error("reading {len} bytes at offset {offset} of {url} (cached in {path}): {reason}", path = path.display())]
+    Remote {
+        /// The object's URL.
+        url: String,
+        /// The local cache file.
+        path: PathBuf,
+        /// Offset of the request in the object.
+        offset: u64,
+        /// Length of the request.
+        len: usize,
+        /// What went wrong, with the byte range fetched when it was a fetch.
+        reason: String,
+    },
 }
 
 impl IoError {
@@ -136,6 +153,15 @@ impl IoError {
                 path: path.clone(),
                 offset,
                 len,
+            },
+            IoError::Remote {
+                url, path, reason, ..
+            } => IoError::Remote {
+                url: url.clone(),
+                path: path.clone(),
+                offset,
+                len,
+                reason: reason.clone(),
             },
         }
     }

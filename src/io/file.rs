@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::backend::RawFile;
 use super::device::DeviceId;
 use super::fiemap::{self, Extent};
+use super::fill::RangeFill;
 #[cfg(target_os = "linux")]
 use super::mapping::Mapping;
 use super::IoError;
@@ -75,6 +76,9 @@ pub(crate) struct FileInner {
     /// only, as `mapping.rs` says why.
     #[cfg(target_os = "linux")]
     map: OnceLock<Option<Mapping>>,
+    /// What makes ranges present before they are read, for a file that is
+    /// a local cache of a remote object (`fill.rs`).
+    fill: OnceLock<Arc<dyn RangeFill>>,
 }
 
 /// What the OS-specific open found out about a file.
@@ -139,8 +143,20 @@ impl IoFile {
                 buffered: OnceLock::new(),
                 #[cfg(target_os = "linux")]
                 map: OnceLock::new(),
+                fill: OnceLock::new(),
             }),
         })
+    }
+
+    /// Makes this file a local cache whose ranges `fill` makes present
+    /// before the engine reads them. Set once; false if one was set before.
+    pub(crate) fn set_fill(&self, fill: Arc<dyn RangeFill>) -> bool {
+        self.inner.fill.set(fill).is_ok()
+    }
+
+    /// The file's fill, for a local cache of a remote object.
+    pub(crate) fn fill(&self) -> Option<&Arc<dyn RangeFill>> {
+        self.inner.fill.get()
     }
 
     /// The path the file was opened with.

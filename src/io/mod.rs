@@ -31,6 +31,7 @@ mod error;
 mod fault;
 crate::tools_pub_mod!(fiemap);
 mod file;
+mod fill;
 // The mapping's SIGBUS handling is written against Linux's signal and
 // fault behaviour (`mapping.rs`); elsewhere buffered files are read with
 // positioned reads.
@@ -56,6 +57,7 @@ crate::tools_pub!(
     use fault::FaultConfig;
 );
 pub use file::{IoFile, OpenMode, PhysKey};
+pub(crate) use fill::{FillDone, RangeFill};
 pub use plan::align_range;
 // The read planner and scheduler, for the tools' experiments and tests.
 #[cfg(not(feature = "tools"))]
@@ -222,6 +224,37 @@ pub struct IoEngine {
     workers: Mutex<HashMap<u64, Worker>>,
     counters: Arc<Counters>,
     regions: Arc<worker::Regions>,
+    /// Ops waiting for their file's fill (a remote object's cache) to
+    /// answer; dropping the engine waits for them before stopping workers.
+    filling: Arc<Filling>,
+}
+
+/// A count of ops whose fill has not answered, and its zero signal.
+#[derive(Default)]
+struct Filling {
+    count: Mutex<usize>,
+    zero: std::sync::Condvar,
+}
+
+impl Filling {
+    fn add(&self) {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    }
+
+    fn sub(&self) {
+        let mut n = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        *n -= 1;
+        if *n == 0 {
+            self.zero.notify_all();
+        }
+    }
+
+    fn wait_zero(&self) {
+        let mut n = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        while *n > 0 {
+            n = self.zero.wait(n).unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 /// What the engine has done so far (all devices together).
@@ -281,6 +314,7 @@ impl IoEngine {
             workers: Mutex::new(HashMap::new()),
             counters: Arc::default(),
             regions: Arc::default(),
+            filling: Arc::default(),
         })
     }
 
@@ -417,22 +451,21 @@ impl IoEngine {
                     .push((op, done.clone()));
             }
             let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-            for (dev, ops) in by_dev {
-                let w = workers.entry(dev).or_insert_with(|| {
-                    let b = self.make_backend();
-                    let inbox = Arc::new(worker::Inbox::new(
-                        b.waker(),
-                        self.counters.clone(),
-                        self.regions.clone(),
-                    ));
-                    let ib = inbox.clone();
-                    let (qd, sort) = (self.cfg.queue_depth, self.cfg.sort_by_position);
-                    let thread = std::thread::Builder::new()
-                        .name(format!("gpustream-io-{dev:x}"))
-                        .spawn(move || worker::run(ib, b, qd, sort))
-                        .ok();
-                    Worker { inbox, thread }
-                });
+            for (dev, mut ops) in by_dev {
+                let w = workers
+                    .entry(dev)
+                    .or_insert_with(|| self.start_worker(dev));
+                if w.thread.is_some() {
+                    // Ops on a remote object's cache wait for their bytes,
+                    // then join the device's queue (`fill.rs`).
+                    ops.retain(|(op, done)| match op.file.fill() {
+                        None => true,
+                        Some(fill) => {
+                            self.fill_then_queue(fill, op.clone(), done.clone(), &w.inbox);
+                            false
+                        }
+                    });
+                }
                 if w.thread.is_none() {
                     for (op, d) in ops {
                         let _ = d.send(ReadCompletion {
@@ -449,6 +482,51 @@ impl IoEngine {
                 w.inbox.push(ops);
             }
         }
+    }
+
+    fn start_worker(&self, dev: u64) -> Worker {
+        let b = self.make_backend();
+        let inbox = Arc::new(worker::Inbox::new(
+            b.waker(),
+            self.counters.clone(),
+            self.regions.clone(),
+        ));
+        let ib = inbox.clone();
+        let (qd, sort) = (self.cfg.queue_depth, self.cfg.sort_by_position);
+        let thread = std::thread::Builder::new()
+            .name(format!("gpustream-io-{dev:x}"))
+            .spawn(move || worker::run(ib, b, qd, sort))
+            .ok();
+        Worker { inbox, thread }
+    }
+
+    /// Asks `fill` for the op's range; on success the op joins `inbox`
+    /// holding the fill's pin until it completes, on failure it completes
+    /// with the fill's error. Either way exactly once, and counted in
+    /// `filling` until then, so dropping the engine waits for it.
+    fn fill_then_queue(
+        &self,
+        fill: &Arc<dyn RangeFill>,
+        op: ReadOp,
+        done: Sender<ReadCompletion>,
+        inbox: &Arc<worker::Inbox>,
+    ) {
+        let (filling, inbox) = (self.filling.clone(), inbox.clone());
+        let (offset, len) = (op.offset, op.len);
+        filling.add();
+        let then: FillDone = Box::new(move |res| {
+            match res {
+                Ok(pin) => inbox.push_pinned([(op, done, Some(pin))]),
+                Err(e) => {
+                    let _ = done.send(ReadCompletion {
+                        user_data: op.user_data,
+                        result: Err(e),
+                    });
+                }
+            }
+            filling.sub();
+        });
+        fill.fill(offset, len, then);
     }
 
     /// Reads each `(offset, len)` range of `file` into engine-owned memory:
@@ -535,6 +613,9 @@ impl IoEngine {
 
 impl Drop for IoEngine {
     fn drop(&mut self) {
+        // Fills answer in bounded time (their fetches time out), and their
+        // ops must reach a running worker or complete with an error.
+        self.filling.wait_zero();
         let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
         for w in workers.values() {
             w.inbox.shutdown();

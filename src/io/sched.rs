@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use crossbeam::channel::Sender;
 
 use super::file::PhysKey;
+use super::fill::FillPin;
 use super::{Priority, ReadCompletion, ReadOp};
 
 /// Dispatches after which a waiting request gains one priority class (see
@@ -29,6 +30,9 @@ pub const AGE_STEP: u64 = 64;
 pub(crate) struct Queued {
     pub op: ReadOp,
     pub done: Sender<ReadCompletion>,
+    /// Held until the read completes (the request is dropped after its
+    /// completion is sent): a cache's hold on the bytes it just fetched.
+    pub _pin: Option<FillPin>,
     enq_at: u64,
 }
 
@@ -68,7 +72,7 @@ impl Scheduler {
         self.len == 0
     }
 
-    pub(crate) fn push(&mut self, op: ReadOp, done: Sender<ReadCompletion>) {
+    pub(crate) fn push(&mut self, op: ReadOp, done: Sender<ReadCompletion>, pin: Option<FillPin>) {
         let seq = self.seq;
         self.seq += 1;
         let key = if self.sort {
@@ -83,6 +87,7 @@ impl Scheduler {
             Queued {
                 op,
                 done,
+                _pin: pin,
                 enq_at: self.dispatched,
             },
         );
@@ -156,7 +161,11 @@ mod tests {
         let mut s = Scheduler::new(true);
         let offsets = [9u64, 3, 7, 1, 0, 8, 2, 6, 4, 5];
         for (i, &o) in offsets.iter().enumerate() {
-            s.push(op(&f, o * 65536, Priority::Normal, i as u64), tx.clone());
+            s.push(
+                op(&f, o * 65536, Priority::Normal, i as u64),
+                tx.clone(),
+                None,
+            );
         }
         let keys: Vec<PhysKey> = std::iter::from_fn(|| s.pop())
             .map(|q| q.op.file.physical_key(q.op.offset))
@@ -171,7 +180,11 @@ mod tests {
         let (tx, _rx) = crossbeam::channel::unbounded();
         let mut s = Scheduler::new(false);
         for i in 0..20u64 {
-            s.push(op(&f, (19 - i) * 4096, Priority::Normal, i), tx.clone());
+            s.push(
+                op(&f, (19 - i) * 4096, Priority::Normal, i),
+                tx.clone(),
+                None,
+            );
         }
         let order: Vec<u64> = std::iter::from_fn(|| s.pop())
             .map(|q| q.op.user_data)
@@ -184,8 +197,8 @@ mod tests {
         let (_d, f) = file();
         let (tx, _rx) = crossbeam::channel::unbounded();
         let mut s = Scheduler::new(true);
-        s.push(op(&f, 0, Priority::Low, 0), tx.clone());
-        s.push(op(&f, 4096, Priority::Realtime, 1), tx.clone());
+        s.push(op(&f, 0, Priority::Low, 0), tx.clone(), None);
+        s.push(op(&f, 4096, Priority::Realtime, 1), tx.clone(), None);
         assert_eq!(s.pop().unwrap().op.user_data, 1, "realtime before low");
         // A steady stream of realtime requests: one new for each dispatch.
         let mut low_at = None;
@@ -193,6 +206,7 @@ mod tests {
             s.push(
                 op(&f, 8192 + k * 4096, Priority::Realtime, 100 + k),
                 tx.clone(),
+                None,
             );
             let q = s.pop().unwrap();
             if q.op.user_data == 0 {

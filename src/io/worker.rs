@@ -14,6 +14,7 @@ use crossbeam::channel::Sender;
 
 use super::backend::{errno, Backend, Counters, RawRead, RawResult, Waker, MAX_ATTEMPT};
 use super::fault::mix;
+use super::fill::FillPin;
 use super::sched::{Queued, Scheduler};
 use super::{IoError, ReadCompletion, ReadOp};
 
@@ -34,7 +35,7 @@ pub(crate) struct Inbox {
 
 #[derive(Default)]
 struct InboxState {
-    ops: Vec<(ReadOp, Sender<ReadCompletion>)>,
+    ops: Vec<(ReadOp, Sender<ReadCompletion>, Option<FillPin>)>,
     shutdown: bool,
 }
 
@@ -59,6 +60,14 @@ impl Inbox {
     }
 
     pub(crate) fn push(&self, ops: impl IntoIterator<Item = (ReadOp, Sender<ReadCompletion>)>) {
+        self.push_pinned(ops.into_iter().map(|(op, done)| (op, done, None)));
+    }
+
+    /// Like `push`, each op with what must stay alive until it completes.
+    pub(crate) fn push_pinned(
+        &self,
+        ops: impl IntoIterator<Item = (ReadOp, Sender<ReadCompletion>, Option<FillPin>)>,
+    ) {
         self.state
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -130,9 +139,9 @@ pub(crate) fn run(
             let mut st = inbox.state.lock().unwrap_or_else(|e| e.into_inner());
             (std::mem::take(&mut st.ops), st.shutdown)
         };
-        for (op, done) in new_ops {
+        for (op, done, pin) in new_ops {
             match validate(&op) {
-                Ok(true) => sched.push(op, done),
+                Ok(true) => sched.push(op, done, pin),
                 Ok(false) => complete(&op, &done, Ok(0)),
                 Err(e) => complete(&op, &done, Err(e)),
             }

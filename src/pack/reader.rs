@@ -151,6 +151,20 @@ impl Pack {
         Ok(pack)
     }
 
+    /// Validates a pack held elsewhere (object storage) from its header
+    /// and a reader of its bytes, which is asked for the stripe section and
+    /// the table of contents once the header has bounded them. `path`
+    /// names it in errors, and is the file its blocks will be read from.
+    #[cfg(all(feature = "remote", target_os = "linux"))]
+    pub(crate) fn from_reader(
+        path: PathBuf,
+        file_len: u64,
+        header: &[u8; HEADER_LEN],
+        read: impl FnMut(u64, usize) -> Result<Vec<u8>, PackError>,
+    ) -> Result<Pack, PackError> {
+        Pack::parse(path, file_len, header, read)
+    }
+
     /// Checks that member `k`'s file is there and is the member the head
     /// names: its header's index, count and pack id, and a length that
     /// holds exactly the data region the head declares.

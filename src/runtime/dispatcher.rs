@@ -557,11 +557,18 @@ impl Dispatcher {
         });
     }
 
-    /// Whether the part's file is read through the page cache, and no
-    /// fault injection wants every read to go through the engine.
+    /// Whether the part's file is read through the page cache, and neither
+    /// fault injection nor a remote origin wants every read to go through
+    /// the engine.
     fn reads_cached(&self, part: &Part) -> bool {
         match &part.block.data {
-            BlockData::File(pf, _) => !pf.file.is_direct() && self.rt.config.io.fault.is_none(),
+            // A remote pack's replica is read through the engine, which
+            // fetches missing blocks first.
+            BlockData::File(pf, _) => {
+                !pf.file.is_direct()
+                    && pf.file.fill().is_none()
+                    && self.rt.config.io.fault.is_none()
+            }
             BlockData::Memory(..) => false,
         }
     }

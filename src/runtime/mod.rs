@@ -546,6 +546,31 @@ impl Runtime {
         Ok(Arc::new(head))
     }
 
+    /// Opens a pack in object storage ([`RemotePack`](crate::remote::RemotePack))
+    /// for streaming: its replica is read like a local pack, through the
+    /// I/O engine (io_uring, direct I/O where the cache's filesystem allows
+    /// it), and each read first waits for the blocks it covers to be
+    /// fetched into the replica. A failed fetch fails the requests that
+    /// needed it with an [`IoError::Remote`](crate::io::IoError::Remote);
+    /// every other request completes.
+    #[cfg(all(feature = "remote", target_os = "linux"))]
+    pub fn open_remote_pack(
+        &self,
+        remote: &crate::remote::RemotePack,
+    ) -> Result<Arc<PackFile>, RuntimeError> {
+        let file = self
+            .shared
+            .engine
+            .open(remote.replica(), self.shared.config.open_mode)?;
+        file.set_fill(remote.fill());
+        Ok(Arc::new(PackFile {
+            pack: remote.pack().clone(),
+            file,
+            member: 0,
+            members: Vec::new(),
+        }))
+    }
+
     /// Creates a queue.
     pub fn create_queue(&self, config: QueueConfig) -> Queue {
         Queue::new(self.shared.clone(), config)

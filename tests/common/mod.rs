@@ -5,6 +5,8 @@
 #![allow(dead_code)]
 
 pub mod lz4_batch;
+#[cfg(target_os = "linux")]
+pub mod s3;
 
 use gpustream::gpu::{open_device, Capability, GpuContext};
 

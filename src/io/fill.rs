@@ -1,0 +1,29 @@
+//! Files whose bytes arrive on demand: a local cache of an object held
+//! elsewhere (object storage) is read like any file, once the bytes a read
+//! covers have been fetched into it.
+//!
+//! The engine asks the file's [`RangeFill`] to make a range present before
+//! it queues the read on the file's device; the fill answers once, with a
+//! pin that keeps the bytes in place (the cache may not evict them) until
+//! the read has completed, or with the error the read completes with.
+
+use std::any::Any;
+
+use super::IoError;
+
+/// Keeps filled bytes in place while a read of them is queued or in flight;
+/// dropped after the read's completion has been sent.
+pub(crate) type FillPin = Box<dyn Any + Send>;
+
+/// Called exactly once with the outcome of a fill.
+pub(crate) type FillDone = Box<dyn FnOnce(Result<FillPin, IoError>) + Send>;
+
+/// Makes ranges of a file present before the engine reads them.
+pub(crate) trait RangeFill: Send + Sync {
+    /// Makes `len` bytes at `offset` present in the file (those that lie in
+    /// it, in the units the fill keeps: a pack's replica keeps whole blocks
+    /// and fills those inside the range), then calls `done`. It must call `done` exactly once, whatever
+    /// happens, including when the fill is dropped with work pending: the
+    /// engine waits for every answer before it shuts down.
+    fn fill(&self, offset: u64, len: usize, done: FillDone);
+}
