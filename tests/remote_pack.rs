@@ -9,7 +9,6 @@
 mod common;
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::s3::{put_object, S3Server, ACCESS_KEY};
@@ -36,6 +35,28 @@ fn content(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Eight LZ4 blobs of 200 KiB to 900 KiB, their bytes from `seed` on.
+fn make_pack(path: &std::path::Path, seed: u64) -> Vec<(String, Vec<u8>)> {
+    let mut w = PackWriter::create(
+        path,
+        WriterOptions {
+            codec: Codec::Lz4,
+            threads: 1,
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    let mut blobs = Vec::new();
+    for i in 0..8u64 {
+        let data = content(seed + i, (200 + 100 * i as usize) << 10);
+        let name = format!("blob{i}");
+        w.add_blob(&name, &data).unwrap();
+        blobs.push((name, data));
+    }
+    w.finish().unwrap();
+    blobs
+}
+
 struct World {
     dir: tempfile::TempDir,
     server: Option<S3Server>,
@@ -53,23 +74,7 @@ impl World {
         let root = dir.path().join("s3");
         std::fs::create_dir_all(root.join("packs")).unwrap();
         let pack = dir.path().join("level.gspk");
-        let mut w = PackWriter::create(
-            &pack,
-            WriterOptions {
-                codec: Codec::Lz4,
-                threads: 1,
-                ..WriterOptions::default()
-            },
-        )
-        .unwrap();
-        let mut blobs = Vec::new();
-        for i in 0..8u64 {
-            let data = content(i + 1, (200 + 100 * i as usize) << 10);
-            let name = format!("blob{i}");
-            w.add_blob(&name, &data).unwrap();
-            blobs.push((name, data));
-        }
-        w.finish().unwrap();
+        let blobs = make_pack(&pack, 1);
         let server = S3Server::start(&root, 0, 2).unwrap();
         put_object(
             &server.endpoint(),
@@ -337,5 +342,95 @@ fn bad_urls_objects_and_caches_are_typed_errors_at_open() {
     }
     drop(first);
     RemotePack::open(URL, &cfg).unwrap();
-    let _ = Path::new("");
+}
+
+#[test]
+fn a_server_stopped_while_gets_are_in_flight_fails_each_request_once() {
+    let mut w = World::new();
+    let mut cfg = w.config();
+    // One block per GET, one at a time: the stream is many GETs long.
+    cfg.concurrency = 1;
+    cfg.max_get = 64 << 10;
+    let remote = RemotePack::open(URL, &cfg).unwrap();
+    let rt = runtime();
+    let watcher = {
+        let remote = remote.clone();
+        let server = w.server.take();
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            while remote.stats().gets < 3 && t.elapsed() < Duration::from_secs(60) {
+                std::thread::yield_now();
+            }
+            drop(server);
+        })
+    };
+    let got = stream(&rt, &remote, &w, 0..8);
+    watcher.join().unwrap();
+    let (mut ok, mut failed) = (0, 0);
+    for (i, (st, bytes)) in got.iter().enumerate() {
+        match st {
+            StatusEntry::Ok => {
+                assert!(*bytes == w.blobs[i].1, "blob{i}: the bytes differ");
+                ok += 1;
+            }
+            StatusEntry::Failed(f) => {
+                assert!(f.error.to_string().contains(URL), "blob{i}: {}", f.error);
+                failed += 1;
+            }
+            StatusEntry::Pending => panic!("blob{i}: never completed"),
+        }
+    }
+    eprintln!("{ok} arrived, {failed} failed; {:?}", remote.stats());
+    assert!(
+        failed > 0,
+        "the server stopped after 3 GETs, yet all arrived"
+    );
+    w.restart();
+    assert_all_ok(&w, &stream(&rt, &remote, &w, 0..8), 0..8);
+}
+
+#[test]
+fn an_object_replaced_under_its_cache_is_never_read_as_the_old_one() {
+    let w = World::new();
+    {
+        let remote = RemotePack::open(URL, &w.config()).unwrap();
+        let rt = runtime();
+        assert_all_ok(&w, &stream(&rt, &remote, &w, 0..4), 0..4);
+        // Replaced while open: blocks fetched from now on are the new
+        // object's, which match none of the open pack's checksums.
+        put_object(
+            &w.server.as_ref().unwrap().endpoint(),
+            "packs",
+            "level.gspk",
+            vec![0x33; 4 << 20],
+        );
+        let got = stream(&rt, &remote, &w, 4..8);
+        assert!(
+            got.iter()
+                .all(|(st, _)| matches!(st, StatusEntry::Failed(_))),
+            "blocks of another object were accepted"
+        );
+    }
+    // Replaced by another pack: opened again, the cache belongs to
+    // another version of the object, so nothing of it is reused.
+    let mut w = w;
+    let other = w.dir.path().join("other.gspk");
+    w.blobs = make_pack(&other, 100);
+    put_object(
+        &w.server.as_ref().unwrap().endpoint(),
+        "packs",
+        "level.gspk",
+        std::fs::read(&other).unwrap(),
+    );
+    let remote = RemotePack::open(URL, &w.config()).unwrap();
+    let rt = runtime();
+    let all = 0..w.blobs.len();
+    assert_all_ok(&w, &stream(&rt, &remote, &w, all.clone()), all);
+    let s = remote.stats();
+    assert_eq!(
+        s.blocks_fetched,
+        remote.pack().blocks().len() as u64,
+        "{s:?}"
+    );
+    assert_eq!(s.blocks_corrupt, 0, "{s:?}");
 }

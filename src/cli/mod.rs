@@ -7,6 +7,8 @@ pub mod devices;
 pub mod info;
 pub mod logger;
 pub mod pack;
+#[cfg(target_os = "linux")]
+pub mod remote;
 pub mod replay;
 pub mod report;
 pub mod sweep;

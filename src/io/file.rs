@@ -150,6 +150,8 @@ impl IoFile {
 
     /// Makes this file a local cache whose ranges `fill` makes present
     /// before the engine reads them. Set once; false if one was set before.
+    /// (Only remote packs, a feature of Linux builds, make such files.)
+    #[cfg_attr(not(all(feature = "remote", target_os = "linux")), allow(dead_code))]
     pub(crate) fn set_fill(&self, fill: Arc<dyn RangeFill>) -> bool {
         self.inner.fill.set(fill).is_ok()
     }

@@ -15,6 +15,10 @@ pub(crate) struct Store {
     pub(crate) url: String,
     client: Arc<dyn ObjectStore>,
     location: ObjectPath,
+    /// The entity tag `head` found: every GET asks for that version
+    /// (`If-Match`), so an object replaced while open fails with a clear
+    /// error instead of bytes that match no checksum.
+    etag: std::sync::OnceLock<String>,
     /// Taken on drop: shut down without blocking, because the last
     /// reference may go away on one of its own threads.
     rt: Option<tokio::runtime::Runtime>,
@@ -75,6 +79,7 @@ impl Store {
             url: url.to_string(),
             client: Arc::new(client),
             location,
+            etag: std::sync::OnceLock::new(),
             handle: rt.handle().clone(),
             rt: Some(rt),
         })
@@ -110,9 +115,11 @@ impl Store {
         range: Range<u64>,
     ) -> impl Future<Output = Result<bytes::Bytes, String>> + Send + 'static {
         let (client, location) = (self.client.clone(), self.location.clone());
+        let etag = self.etag.get().cloned();
         async move {
             let want = range.end - range.start;
-            let options = GetOptions::new().with_range(Some(range));
+            let mut options = GetOptions::new().with_range(Some(range));
+            options.if_match = etag;
             let got = client
                 .get_opts(&location, options)
                 .await
