@@ -18,12 +18,22 @@ pub(crate) type FillPin = Box<dyn Any + Send>;
 /// Called exactly once with the outcome of a fill.
 pub(crate) type FillDone = Box<dyn FnOnce(Result<FillPin, IoError>) + Send>;
 
+/// One range to make present, and what to call when it is.
+pub(crate) struct FillRequest {
+    pub(crate) offset: u64,
+    pub(crate) len: usize,
+    pub(crate) done: FillDone,
+}
+
 /// Makes ranges of a file present before the engine reads them.
 pub(crate) trait RangeFill: Send + Sync {
-    /// Makes `len` bytes at `offset` present in the file (those that lie in
-    /// it, in the units the fill keeps: a pack's replica keeps whole blocks
-    /// and fills those inside the range), then calls `done`. It must call `done` exactly once, whatever
-    /// happens, including when the fill is dropped with work pending: the
-    /// engine waits for every answer before it shuts down.
-    fn fill(&self, offset: u64, len: usize, done: FillDone);
+    /// Makes each request's `len` bytes at `offset` present in the file
+    /// (those that lie in it, in the units the fill keeps: a pack's replica
+    /// keeps whole blocks and fills those inside the range), then calls its
+    /// `done`. The requests are the ops of one submission, given together
+    /// so that neighbouring ranges can be fetched together. It must call
+    /// every `done` exactly once, whatever happens, including when the fill
+    /// is dropped with work pending: the engine waits for every answer
+    /// before it shuts down.
+    fn fill(&self, requests: Vec<FillRequest>);
 }

@@ -57,7 +57,7 @@ crate::tools_pub!(
     use fault::FaultConfig;
 );
 pub use file::{IoFile, OpenMode, PhysKey};
-pub(crate) use fill::{FillDone, RangeFill};
+pub(crate) use fill::{FillDone, FillRequest, RangeFill};
 pub use plan::align_range;
 // The read planner and scheduler, for the tools' experiments and tests.
 #[cfg(not(feature = "tools"))]
@@ -457,14 +457,24 @@ impl IoEngine {
                     .or_insert_with(|| self.start_worker(dev));
                 if w.thread.is_some() {
                     // Ops on a remote object's cache wait for their bytes,
-                    // then join the device's queue (`fill.rs`).
-                    ops.retain(|(op, done)| match op.file.fill() {
-                        None => true,
-                        Some(fill) => {
-                            self.fill_then_queue(fill, op.clone(), done.clone(), &w.inbox);
-                            false
+                    // then join the device's queue (`fill.rs`). Each file's
+                    // ops go to its fill together, so it can fetch their
+                    // missing neighbours with one request.
+                    let mut by_fill: Vec<(Arc<dyn RangeFill>, Vec<FillRequest>)> = Vec::new();
+                    ops.retain(|(op, done)| {
+                        let Some(fill) = op.file.fill() else {
+                            return true;
+                        };
+                        let req = self.fill_request(op.clone(), done.clone(), &w.inbox);
+                        match by_fill.iter_mut().find(|(f, _)| Arc::ptr_eq(f, fill)) {
+                            Some((_, reqs)) => reqs.push(req),
+                            None => by_fill.push((fill.clone(), vec![req])),
                         }
+                        false
                     });
+                    for (fill, reqs) in by_fill {
+                        fill.fill(reqs);
+                    }
                 }
                 if w.thread.is_none() {
                     for (op, d) in ops {
@@ -500,17 +510,16 @@ impl IoEngine {
         Worker { inbox, thread }
     }
 
-    /// Asks `fill` for the op's range; on success the op joins `inbox`
-    /// holding the fill's pin until it completes, on failure it completes
-    /// with the fill's error. Either way exactly once, and counted in
+    /// The op's range for its file's fill, answered by queueing the op on
+    /// `inbox` holding the fill's pin until it completes, or by completing
+    /// it with the fill's error. Either way exactly once, and counted in
     /// `filling` until then, so dropping the engine waits for it.
-    fn fill_then_queue(
+    fn fill_request(
         &self,
-        fill: &Arc<dyn RangeFill>,
         op: ReadOp,
         done: Sender<ReadCompletion>,
         inbox: &Arc<worker::Inbox>,
-    ) {
+    ) -> FillRequest {
         let (filling, inbox) = (self.filling.clone(), inbox.clone());
         let (offset, len) = (op.offset, op.len);
         filling.add();
@@ -526,7 +535,11 @@ impl IoEngine {
             }
             filling.sub();
         });
-        fill.fill(offset, len, then);
+        FillRequest {
+            offset,
+            len,
+            done: then,
+        }
     }
 
     /// Reads each `(offset, len)` range of `file` into engine-owned memory:

@@ -100,6 +100,10 @@ pub(crate) struct Cache {
     pub(crate) path: PathBuf,
     index_path: PathBuf,
     file: File,
+    /// The replica opened for direct writes, where its filesystem allows:
+    /// fetched bytes then reach the disk without passing the page cache,
+    /// so a direct read of them need not wait for their writeback.
+    direct: Option<File>,
     /// Held (with an exclusive `flock`) while the cache is open.
     _lock: File,
     pub(crate) spans: Vec<Span>,
@@ -117,6 +121,10 @@ pub(crate) enum Claim {
     /// now `Busy`); the read's answer comes when all its blocks are settled.
     Wait { check: Vec<u32>, fetch: Vec<u32> },
 }
+
+/// The unit direct writes of the replica are aligned to (the largest
+/// logical block size in use).
+const WRITE_ALIGN: u64 = 4096;
 
 const INDEX_MAGIC: &[u8; 8] = b"GSPKCIDX";
 const INDEX_VERSION: u32 = 1;
@@ -158,6 +166,14 @@ impl Cache {
             .write(true)
             .open(&path)
             .map_err(|e| fail(&path, format!("cannot open: {e}")))?;
+        let direct = {
+            use std::os::unix::fs::OpenOptionsExt;
+            OpenOptions::new()
+                .write(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&path)
+                .ok()
+        };
         let index_path = dir.join(format!("{stem}.index"));
         let kept = load_index(&index_path, url, &info, spans.len());
         let mut slots = vec![
@@ -204,6 +220,7 @@ impl Cache {
             path,
             index_path,
             file,
+            direct,
             _lock: lock,
             spans,
             budget,
@@ -351,12 +368,45 @@ impl Cache {
             .fetch_add(victims.len() as u64, Relaxed);
     }
 
-    /// Writes a fetched block's bytes (already checked) into the replica.
-    pub(crate) fn write(&self, b: u32, bytes: &[u8]) -> Result<(), String> {
-        let s = self.spans[b as usize];
+    /// Writes the bytes of a GET (`bytes`, from `start`) into the replica:
+    /// the whole of it, blocks that fail their check included (they stay
+    /// missing, and the object's true bytes around a block are harmless to
+    /// every state a neighbour may be in). GETs start and end on
+    /// `WRITE_ALIGN` (or the object's end) so the write can be direct.
+    pub(crate) fn write_run(&self, start: u64, bytes: &[u8]) -> Result<(), String> {
+        let fail = |e: std::io::Error| format!("writing the cache {}: {e}", self.path.display());
+        let a = WRITE_ALIGN as usize;
+        // The direct part: whole aligned units from `start`.
+        let whole = if start % WRITE_ALIGN == 0 {
+            bytes.len() / a * a
+        } else {
+            0
+        };
+        let mut done = 0;
+        if let (Some(direct), true) = (&self.direct, whole > 0) {
+            let mut buf = crate::io::AlignedBuf::with_alignment(whole, a);
+            buf.copy_from_slice(&bytes[..whole]);
+            match direct.write_all_at(&buf, start) {
+                Ok(()) => done = whole,
+                // EINVAL: the filesystem took O_DIRECT at open but not for
+                // this write; the rest goes buffered.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
+                Err(e) => return Err(fail(e)),
+            }
+        }
         self.file
-            .write_all_at(bytes, s.offset)
-            .map_err(|e| format!("writing the cache {}: {e}", self.path.display()))
+            .write_all_at(&bytes[done..], start + done as u64)
+            .map_err(fail)
+    }
+
+    /// The GET that fetches `first..=last`'s bytes: widened to
+    /// `WRITE_ALIGN` on both sides (within the object), so the replica can
+    /// be written directly.
+    pub(crate) fn get_range(&self, first: u32, last: u32) -> std::ops::Range<u64> {
+        let (a, b) = (self.spans[first as usize], self.spans[last as usize]);
+        let start = a.offset / WRITE_ALIGN * WRITE_ALIGN;
+        let end = b.end().div_ceil(WRITE_ALIGN) * WRITE_ALIGN;
+        start..end.min(self.info.size)
     }
 
     /// Settles a `Busy` block: present (and counted against the budget) or

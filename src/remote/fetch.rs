@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use crate::io::{FillDone, RangeFill};
+use crate::io::{FillRequest, RangeFill};
 
 use super::cache::{Cache, Claim};
 use super::store::Store;
@@ -80,9 +80,8 @@ impl Fetcher {
             cache: cache.clone(),
             blocks: run,
         };
-        let first = cache.spans[guard.blocks[0] as usize];
-        let last = cache.spans[*guard.blocks.last().expect("runs are never empty") as usize];
-        let range = first.offset..last.end();
+        let last = *guard.blocks.last().expect("runs are never empty");
+        let range = cache.get_range(guard.blocks[0], last);
         let got = match gets.acquire().await {
             Ok(_permit) => tokio::time::timeout(deadline, store.get(range.clone()))
                 .await
@@ -114,19 +113,28 @@ impl Fetcher {
                 .map(|&b| cache2.spans[b as usize].len as u64)
                 .sum();
             cache2.make_room(incoming);
+            let mut checked = Vec::with_capacity(blocks.len());
             for &b in &blocks {
                 let s = cache2.spans[b as usize];
                 let at = (s.offset - range.start) as usize;
                 let data = &bytes[at..at + s.len as usize];
-                let result = if crc32c::crc32c(data) != s.crc {
+                checked.push(if crc32c::crc32c(data) != s.crc {
                     cache2.counters.blocks_corrupt.fetch_add(1, Relaxed);
                     Err(format!(
                         "block at {} ({} bytes) from GET bytes {}..{} does not match its crc32c",
                         s.offset, s.len, range.start, range.end
                     ))
                 } else {
-                    cache2.write(b, data)
-                };
+                    Ok(())
+                });
+            }
+            let written = cache2.write_run(range.start, &bytes);
+            for (&b, mut result) in blocks.iter().zip(checked) {
+                if result.is_ok() {
+                    if let Err(e) = &written {
+                        result = Err(e.clone());
+                    }
+                }
                 if result.is_ok() {
                     cache2.counters.blocks_fetched.fetch_add(1, Relaxed);
                 }
@@ -166,16 +174,26 @@ impl Drop for Unsettled {
 }
 
 impl RangeFill for Fetcher {
-    fn fill(&self, offset: u64, len: usize, done: FillDone) {
-        let blocks = self.cache.within(offset, len);
-        let (claim, done) = self.cache.claim(blocks, offset, len, done);
-        let (check, fetch) = match claim {
-            Claim::Ready(pin) => {
-                let done = done.expect("a ready claim hands the callback back");
-                return done(Ok(Box::new(pin)));
+    fn fill(&self, requests: Vec<FillRequest>) {
+        let (mut check, mut fetch) = (Vec::new(), Vec::new());
+        for r in requests {
+            let blocks = self.cache.within(r.offset, r.len);
+            match self.cache.claim(blocks, r.offset, r.len, r.done) {
+                (Claim::Ready(pin), Some(done)) => done(Ok(Box::new(pin))),
+                (Claim::Ready(_), None) => unreachable!("a ready claim hands the callback back"),
+                (Claim::Wait { check: c, fetch: f }, _) => {
+                    check.extend(c);
+                    fetch.extend(f);
+                }
             }
-            Claim::Wait { check, fetch } => (check, fetch),
-        };
+        }
+        if check.is_empty() && fetch.is_empty() {
+            // Everything missing is already being fetched for other reads.
+            return;
+        }
+        // Claims mark what they take busy, so no block is listed twice;
+        // sorted, the missing blocks of all the requests coalesce.
+        fetch.sort_unstable();
         let (store, cache, gets) = (self.store.clone(), self.cache.clone(), self.gets.clone());
         let deadline = self.deadline;
         let runs_now = self.runs(&fetch);
