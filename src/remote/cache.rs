@@ -413,6 +413,11 @@ impl Cache {
     /// missing again with `Err`; answers the reads that waited for it.
     pub(crate) fn settle(&self, b: u32, result: Result<(), String>) {
         let mut st = self.lock();
+        if st.slots[b as usize].state != State::Busy {
+            // Settled already (a guard failing what a finished task had
+            // settled): once is all a block gets.
+            return;
+        }
         let len = self.spans[b as usize].len as u64;
         let waiters = st.waiters.remove(&b).unwrap_or_default();
         let save = if result.is_ok() {
@@ -648,6 +653,157 @@ impl Pending {
                     reason: error.unwrap_or_else(|| "no pin".into()),
                 }))
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn info(size: u64) -> ObjectInfo {
+        ObjectInfo {
+            size,
+            version: "v1".into(),
+        }
+    }
+
+    /// Blocks of 10,000 bytes back to back from 8192, in a 64 KiB object.
+    fn spans() -> Vec<Span> {
+        (0..5)
+            .map(|i| Span {
+                offset: 8192 + i * 10_000,
+                len: 10_000,
+                crc: 0,
+            })
+            .collect()
+    }
+
+    fn open(dir: &Path, budget: u64) -> Arc<Cache> {
+        Arc::new(Cache::open(dir, "s3://b/k.gspk", info(65536), spans(), budget, &[]).unwrap())
+    }
+
+    fn noop_done() -> FillDone {
+        Box::new(|_| {})
+    }
+
+    /// Claims `blocks` and settles every one fetched, as a fetch would.
+    fn fetch(c: &Arc<Cache>, blocks: std::ops::Range<u32>) {
+        let (claim, _) = c.claim(blocks, 0, 0, noop_done());
+        if let Claim::Wait { fetch, check } = claim {
+            for b in fetch.into_iter().chain(check) {
+                c.settle(b, Ok(()));
+            }
+        }
+    }
+
+    #[test]
+    fn a_read_needs_the_blocks_wholly_inside_its_range() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = open(dir.path(), 1 << 20);
+        // Aligned out from block 1 alone: cuts blocks 0 and 2.
+        assert_eq!(c.within(16384, 12288), 1..2);
+        assert_eq!(c.within(8192, 20000), 0..2);
+        assert_eq!(c.within(0, 65536), 0..5);
+        assert!(c.within(9000, 100).is_empty());
+        assert!(c.within(60000, 5536).is_empty());
+        // GETs widen to 4 KiB within the object.
+        assert_eq!(c.get_range(1, 2), 16384..40960);
+        assert_eq!(c.get_range(4, 4), 45056..61440);
+    }
+
+    #[test]
+    fn the_index_survives_a_reopen_and_a_damaged_one_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = open(dir.path(), 1 << 20);
+        fetch(&c, 1..3);
+        assert_eq!(c.stats().cached_bytes, 20_000);
+        drop(c);
+        let c = open(dir.path(), 1 << 20);
+        assert_eq!(c.stats().cached_bytes, 20_000);
+        // Present but unchecked: the first read checks them.
+        let (claim, _) = c.claim(0..5, 0, 0, noop_done());
+        match claim {
+            Claim::Wait { check, fetch } => {
+                assert_eq!(check, vec![1, 2]);
+                assert_eq!(fetch, vec![0, 3, 4]);
+                for b in fetch {
+                    c.settle(b, Err("not fetched".into()));
+                }
+                assert!(c.check(&check).len() == 2, "zeros do not match crc 0");
+                for b in check {
+                    c.settle(b, Err("not fetched".into()));
+                }
+            }
+            Claim::Ready(_) => panic!("nothing was checked yet"),
+        }
+        drop(c);
+        let index = dir.path().read_dir().unwrap().find_map(|e| {
+            let p = e.unwrap().path();
+            (p.extension().is_some_and(|x| x == "index")).then_some(p)
+        });
+        let index = index.expect("an index was written");
+        let mut b = std::fs::read(&index).unwrap();
+        let n = b.len();
+        b[n / 2] ^= 1;
+        std::fs::write(&index, b).unwrap();
+        let c = open(dir.path(), 1 << 20);
+        assert_eq!(
+            c.stats().cached_bytes,
+            0,
+            "a damaged index empties the cache"
+        );
+    }
+
+    #[test]
+    fn eviction_keeps_the_budget_and_passes_pinned_blocks_by() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = open(dir.path(), 25_000);
+        fetch(&c, 0..2);
+        // Block 0 is the oldest, but a read holds it.
+        let (claim, done) = c.claim(0..1, 0, 0, noop_done());
+        let Claim::Ready(pin) = claim else {
+            panic!("block 0 is present")
+        };
+        drop(done);
+        c.make_room(10_000);
+        let s = c.stats();
+        assert_eq!(s.blocks_evicted, 1, "{s:?}");
+        assert_eq!(s.cached_bytes, 10_000, "block 1 went, block 0 stayed");
+        let (claim, _) = c.claim(1..2, 0, 0, noop_done());
+        assert!(matches!(claim, Claim::Wait { .. }), "block 1 is missing");
+        drop(claim);
+        drop(pin);
+    }
+
+    #[test]
+    fn a_waiting_read_is_answered_once_when_its_last_block_settles() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = open(dir.path(), 1 << 20);
+        let calls = Arc::new(AtomicUsize::new(0));
+        let failed = Arc::new(AtomicUsize::new(0));
+        let (k, f) = (calls.clone(), failed.clone());
+        let done: FillDone = Box::new(move |r| {
+            k.fetch_add(1, Relaxed);
+            if r.is_err() {
+                f.fetch_add(1, Relaxed);
+            }
+        });
+        let (claim, _) = c.claim(0..3, 4096, 40_000, done);
+        let Claim::Wait { fetch, .. } = claim else {
+            panic!("nothing is present")
+        };
+        c.settle(fetch[0], Ok(()));
+        c.settle(fetch[1], Err("GET bytes 0..1: refused".into()));
+        assert_eq!(calls.load(Relaxed), 0);
+        c.settle(fetch[2], Ok(()));
+        assert_eq!((calls.load(Relaxed), failed.load(Relaxed)), (1, 1));
+        // The failed block is missing again; the others are present.
+        let (claim, _) = c.claim(0..3, 0, 0, noop_done());
+        match claim {
+            Claim::Wait { fetch, .. } => assert_eq!(fetch, vec![1]),
+            Claim::Ready(_) => panic!("block 1 failed"),
         }
     }
 }

@@ -104,7 +104,7 @@ impl Fetcher {
                 return;
             }
         };
-        let blocks = std::mem::take(&mut guard.blocks);
+        let blocks = guard.blocks.clone();
         // Checking and writing are blocking work: off the I/O threads.
         let cache2 = cache.clone();
         let written = tokio::task::spawn_blocking(move || {
@@ -142,11 +142,12 @@ impl Fetcher {
             }
         })
         .await;
-        if written.is_err() {
-            // The blocking task panicked or was cancelled: whatever it did
-            // not settle stays busy, so nothing may wait on it forever. It
-            // settles in order, so the blocks it reached are settled; the
-            // rest are found busy and failed here.
+        if written.is_ok() {
+            guard.blocks.clear();
+        } else {
+            // The blocking task panicked or was cancelled: the guard fails
+            // whatever it left busy (settling is once per block, so those
+            // it reached keep their outcome).
             log::error!(
                 "writing fetched blocks into {} failed",
                 cache.path.display()
@@ -201,12 +202,18 @@ impl RangeFill for Fetcher {
             let mut runs = runs_now;
             if !check.is_empty() {
                 // Blocks an earlier process left: check, refetch the bad.
+                // Should the check not finish, the guard fails what it
+                // left busy.
+                let mut guard = Unsettled {
+                    cache: cache.clone(),
+                    blocks: check.clone(),
+                };
                 let c = cache.clone();
-                let bad = tokio::task::spawn_blocking(move || c.check(&check))
-                    .await
-                    .unwrap_or_default();
-                for b in bad {
-                    runs.push(vec![b]);
+                if let Ok(bad) = tokio::task::spawn_blocking(move || c.check(&check)).await {
+                    guard.blocks.clear();
+                    for b in bad {
+                        runs.push(vec![b]);
+                    }
                 }
             }
             let mut tasks = Vec::with_capacity(runs.len());
