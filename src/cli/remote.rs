@@ -211,6 +211,12 @@ fn get_loop(
 pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, BoxError> {
     let work = cfg.cache_dir.clone();
     let cold_dir = |i: u32| work.join(format!("cold-{i}"));
+    // Every pass holds the whole pack: the warm replica must be complete
+    // (it also gives the local copy), and a cold pass must not evict.
+    let cfg = RemoteConfig {
+        cache_bytes: u64::MAX,
+        ..cfg
+    };
     // The warm replica, which also gives the local copy.
     let warm = RemotePack::open(
         url,
@@ -248,6 +254,39 @@ pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, 
             .map(|&i| Mutex::new(vec![0u8; pack.asset(i).size as usize]))
             .collect(),
     );
+    // An untimed round first checks that every path delivers what the
+    // loop does, each into fresh memory.
+    get_loop(url, &cfg, &pack, &runs, &dests)?;
+    let check = |what: &str, pf: &Arc<PackFile>| -> Result<(), BoxError> {
+        let fresh: Vec<HostMemory> = ids
+            .iter()
+            .map(|&i| HostMemory::new(pack.asset(i).size as usize))
+            .collect();
+        runtime_pass(&rt, pf, &ids, &fresh)?;
+        for (k, &id) in ids.iter().enumerate() {
+            if fresh[k].to_vec()? != *dests[k].lock().unwrap_or_else(|e| e.into_inner()) {
+                let name = &pack.asset(id).name;
+                return Err(format!("{what}: blob {name} differs from the GET loop's").into());
+            }
+        }
+        Ok(())
+    };
+    {
+        let dir = work.join("cold-check");
+        let _ = std::fs::remove_dir_all(&dir);
+        let cold = RemotePack::open(
+            url,
+            &RemoteConfig {
+                cache_dir: dir.clone(),
+                ..cfg.clone()
+            },
+        )?;
+        check("the cold pass", &rt.open_remote_pack(&cold)?)?;
+        drop(cold);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    check("the warm pass", &warm_pf)?;
+    check("the local pass", &local_pf)?;
     let progress = indicatif::ProgressBar::new(passes as u64 * 4);
     let (mut g, mut c, mut w, mut l) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut cold_gets = Vec::new();
@@ -278,16 +317,6 @@ pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, 
         progress.inc(1);
     }
     progress.finish_and_clear();
-    // The passes delivered what the pack holds.
-    for (k, &id) in ids.iter().enumerate() {
-        if mems[k].to_vec()? != *dests[k].lock().unwrap_or_else(|e| e.into_inner()) {
-            return Err(format!(
-                "blob {} differs between the runtime and the GET loop",
-                pack.asset(id).name
-            )
-            .into());
-        }
-    }
     let gbps = |v: &mut Vec<f64>| bytes as f64 / median(v).max(1e-9) / 1e9;
     let (gg, cg, wg, lg) = (gbps(&mut g), gbps(&mut c), gbps(&mut w), gbps(&mut l));
     Ok(RemoteReport {

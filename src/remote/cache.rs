@@ -368,45 +368,72 @@ impl Cache {
             .fetch_add(victims.len() as u64, Relaxed);
     }
 
-    /// Writes the bytes of a GET (`bytes`, from `start`) into the replica:
-    /// the whole of it, blocks that fail their check included (they stay
-    /// missing, and the object's true bytes around a block are harmless to
-    /// every state a neighbour may be in). GETs start and end on
-    /// `WRITE_ALIGN` (or the object's end) so the write can be direct.
-    pub(crate) fn write_run(&self, start: u64, bytes: &[u8]) -> Result<(), String> {
-        let fail = |e: std::io::Error| format!("writing the cache {}: {e}", self.path.display());
-        let a = WRITE_ALIGN as usize;
-        // The direct part: whole aligned units from `start`.
-        let whole = if start % WRITE_ALIGN == 0 {
-            bytes.len() / a * a
-        } else {
-            0
-        };
-        let mut done = 0;
-        if let (Some(direct), true) = (&self.direct, whole > 0) {
-            let mut buf = crate::io::AlignedBuf::with_alignment(whole, a);
-            buf.copy_from_slice(&bytes[..whole]);
-            match direct.write_all_at(&buf, start) {
-                Ok(()) => done = whole,
-                // EINVAL: the filesystem took O_DIRECT at open but not for
-                // this write; the rest goes buffered.
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
-                Err(e) => return Err(fail(e)),
+    /// Writes the blocks `good` (checked, ascending) of a GET whose bytes
+    /// (`bytes`) start at `start` into the replica, and nothing else: the
+    /// bytes between and around them are unchecked, and may belong to
+    /// blocks other reads are reading. Each stretch of adjacent blocks is
+    /// written with direct I/O over the whole `WRITE_ALIGN` units inside
+    /// it, so reading it back does not wait for writeback, and through the
+    /// page cache at its two unaligned ends.
+    pub(crate) fn write_blocks(
+        &self,
+        start: u64,
+        bytes: &[u8],
+        good: &[u32],
+    ) -> Result<(), String> {
+        let mut i = 0;
+        while i < good.len() {
+            let mut j = i + 1;
+            while j < good.len()
+                && self.spans[good[j] as usize].offset == self.spans[good[j - 1] as usize].end()
+            {
+                j += 1;
             }
+            let (s, e) = (
+                self.spans[good[i] as usize].offset,
+                self.spans[good[j - 1] as usize].end(),
+            );
+            self.write_stretch(s, &bytes[(s - start) as usize..(e - start) as usize])
+                .map_err(|err| {
+                    format!(
+                        "writing bytes {s}..{e} into the cache {}: {err}",
+                        self.path.display()
+                    )
+                })?;
+            i = j;
         }
-        self.file
-            .write_all_at(&bytes[done..], start + done as u64)
-            .map_err(fail)
+        Ok(())
     }
 
-    /// The GET that fetches `first..=last`'s bytes: widened to
-    /// `WRITE_ALIGN` on both sides (within the object), so the replica can
-    /// be written directly.
+    fn write_stretch(&self, s: u64, bytes: &[u8]) -> std::io::Result<()> {
+        let e = s + bytes.len() as u64;
+        let (a0, a1) = (
+            s.div_ceil(WRITE_ALIGN) * WRITE_ALIGN,
+            e / WRITE_ALIGN * WRITE_ALIGN,
+        );
+        let mut direct_done = false;
+        if let (Some(direct), true) = (&self.direct, a1 > a0) {
+            let n = (a1 - a0) as usize;
+            let mut buf = crate::io::AlignedBuf::with_alignment(n, WRITE_ALIGN as usize);
+            buf.copy_from_slice(&bytes[(a0 - s) as usize..(a1 - s) as usize]);
+            match direct.write_all_at(&buf, a0) {
+                Ok(()) => direct_done = true,
+                // EINVAL: the filesystem took O_DIRECT at open but not for
+                // this write; it goes through the page cache instead.
+                Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        if !direct_done {
+            return self.file.write_all_at(bytes, s);
+        }
+        self.file.write_all_at(&bytes[..(a0 - s) as usize], s)?;
+        self.file.write_all_at(&bytes[(a1 - s) as usize..], a1)
+    }
+
+    /// The GET that fetches `first..=last`'s bytes.
     pub(crate) fn get_range(&self, first: u32, last: u32) -> std::ops::Range<u64> {
-        let (a, b) = (self.spans[first as usize], self.spans[last as usize]);
-        let start = a.offset / WRITE_ALIGN * WRITE_ALIGN;
-        let end = b.end().div_ceil(WRITE_ALIGN) * WRITE_ALIGN;
-        start..end.min(self.info.size)
+        self.spans[first as usize].offset..self.spans[last as usize].end()
     }
 
     /// Settles a `Busy` block: present (and counted against the budget) or
@@ -626,6 +653,24 @@ struct PendingInner {
     pin: Option<Pin>,
 }
 
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // Dropped unanswered only when something between a fetch and its
+        // waiters panicked: the read still gets its one answer.
+        let p = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(done) = p.done.take() {
+            drop(p.pin.take());
+            done(Err(IoError::Remote {
+                url: self.url.clone(),
+                path: self.path.clone(),
+                offset: self.offset,
+                len: self.len,
+                reason: "the fetch of its blocks was abandoned".into(),
+            }));
+        }
+    }
+}
+
 impl Pending {
     /// One of its blocks settled (`err` when it failed); the last one
     /// answers the read.
@@ -708,9 +753,7 @@ mod tests {
         assert_eq!(c.within(0, 65536), 0..5);
         assert!(c.within(9000, 100).is_empty());
         assert!(c.within(60000, 5536).is_empty());
-        // GETs widen to 4 KiB within the object.
-        assert_eq!(c.get_range(1, 2), 16384..40960);
-        assert_eq!(c.get_range(4, 4), 45056..61440);
+        assert_eq!(c.get_range(1, 2), 18192..38192);
     }
 
     #[test]

@@ -128,7 +128,13 @@ impl Fetcher {
                     Ok(())
                 });
             }
-            let written = cache2.write_run(range.start, &bytes);
+            let good: Vec<u32> = blocks
+                .iter()
+                .zip(&checked)
+                .filter(|(_, r)| r.is_ok())
+                .map(|(&b, _)| b)
+                .collect();
+            let written = cache2.write_blocks(range.start, &bytes, &good);
             for (&b, mut result) in blocks.iter().zip(checked) {
                 if result.is_ok() {
                     if let Err(e) = &written {

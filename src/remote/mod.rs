@@ -101,17 +101,13 @@ pub enum RemoteError {
         /// Why.
         reason: String,
     },
-    /// A request for the pack's header or table of contents failed.
-    #[error("fetching {what} of {url} (bytes {start}..{end}): {reason}")]
+    /// A request for the pack's size, header or table of contents failed.
+    #[error("fetching {what} of {url}: {reason}")]
     Fetch {
         /// The URL.
         url: String,
-        /// What was being fetched.
-        what: &'static str,
-        /// First byte asked for.
-        start: u64,
-        /// One past the last byte asked for.
-        end: u64,
+        /// What was being fetched, and which bytes.
+        what: String,
         /// The client's error.
         reason: String,
     },

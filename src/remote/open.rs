@@ -38,21 +38,19 @@ impl RemotePack {
     /// file's, and opens its replica in `cfg.cache_dir`.
     pub fn open(url: &str, cfg: &RemoteConfig) -> Result<RemotePack, RemoteError> {
         let store = Arc::new(Store::new(url, cfg)?);
-        let fetch_err = |what, start: u64, end: u64, reason: String| RemoteError::Fetch {
+        let fetch_err = |what: String, reason: String| RemoteError::Fetch {
             url: url.to_string(),
             what,
-            start,
-            end,
             reason,
         };
         let info = store
             .block_on(store.head())
-            .map_err(|e| fetch_err("the size", 0, 0, e))?;
+            .map_err(|e| fetch_err("its size (HEAD)".into(), e))?;
         let replica = replica_path(&cfg.cache_dir, url);
         let head_len = (HEADER_LEN as u64).min(info.size);
         let head = store
             .block_on(store.get(0..head_len))
-            .map_err(|e| fetch_err("the header", 0, head_len, e))?;
+            .map_err(|e| fetch_err(format!("the header (bytes 0..{head_len})"), e))?;
         let mut meta = vec![(0u64, head.to_vec())];
         let pack = if head.len() < HEADER_LEN {
             Err(PackError::Corrupt {

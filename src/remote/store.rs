@@ -102,6 +102,9 @@ impl Store {
             .await
             .map_err(|e| e.to_string())?
             .meta;
+        if let Some(t) = &m.e_tag {
+            let _ = self.etag.set(t.clone());
+        }
         let version = m.e_tag.unwrap_or_else(|| m.last_modified.to_rfc3339());
         Ok(ObjectInfo {
             size: m.size,

@@ -398,6 +398,12 @@ impl Dispatcher {
         let mut ops = Vec::new();
         let mut stuck = false;
         for (_, group) in groups {
+            // A remote pack's replica reads no bytes it was not asked for:
+            // every block a read covers is fetched first, so reading over
+            // a gap would fetch blocks nobody wants, and fail with them.
+            let filled =
+                matches!(&group[0].block.data, BlockData::File(f, _) if f.file.fill().is_some());
+            let max_over = if filled { 0 } else { max_over };
             for run in Reads::coalesce(group, max_read, max_over) {
                 if stuck {
                     blocked.extend(run);
