@@ -26,6 +26,7 @@ use gpustream::remote::{RemoteConfig, RemotePack};
 use object_store::aws::AmazonS3Builder;
 use object_store::{ClientOptions, GetOptions, ObjectStore};
 
+use super::bench::metrics::cpu_seconds;
 use super::devices::median;
 use super::report::Table;
 
@@ -53,6 +54,13 @@ pub struct RemoteReport {
     pub warm_over_local: f64,
     /// GETs per cold pass.
     pub cold_gets: u64,
+    /// This process's CPU seconds per GB delivered (all its threads: the
+    /// client's, the runtime's, the decoders'), median per pass kind. The
+    /// server's are not in them.
+    pub get_loop_cpu_s_per_gb: f64,
+    pub cold_cpu_s_per_gb: f64,
+    pub warm_cpu_s_per_gb: f64,
+    pub local_cpu_s_per_gb: f64,
 }
 
 /// The blob assets of `pack`, and how many textures there are beside them.
@@ -288,37 +296,42 @@ pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, 
     check("the warm pass", &warm_pf)?;
     check("the local pass", &local_pf)?;
     let progress = indicatif::ProgressBar::new(passes as u64 * 4);
-    let (mut g, mut c, mut w, mut l) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Seconds and CPU seconds of each pass, by kind: GET loop, cold, warm,
+    // local.
+    let mut secs: [Vec<f64>; 4] = Default::default();
+    let mut cpu: [Vec<f64>; 4] = Default::default();
+    let mut timed = |k: usize, pass: &mut dyn FnMut() -> Result<f64, BoxError>| {
+        let t = cpu_seconds();
+        secs[k].push(pass()?);
+        cpu[k].push(cpu_seconds() - t);
+        progress.inc(1);
+        Ok::<(), BoxError>(())
+    };
     let mut cold_gets = Vec::new();
     for i in 0..passes {
-        g.push(get_loop(url, &cfg, &pack, &runs, &dests)?);
-        progress.inc(1);
-        {
-            let dir = cold_dir(i);
-            let _ = std::fs::remove_dir_all(&dir);
-            let cold = RemotePack::open(
-                url,
-                &RemoteConfig {
-                    cache_dir: dir.clone(),
-                    ..cfg.clone()
-                },
-            )?;
-            let pf = rt.open_remote_pack(&cold)?;
-            c.push(runtime_pass(&rt, &pf, &ids, &mems)?);
-            cold_gets.push(cold.stats().gets as f64);
-            drop(pf);
-            drop(cold);
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-        progress.inc(1);
-        w.push(runtime_pass(&rt, &warm_pf, &ids, &mems)?);
-        progress.inc(1);
-        l.push(runtime_pass(&rt, &local_pf, &ids, &mems)?);
-        progress.inc(1);
+        timed(0, &mut || get_loop(url, &cfg, &pack, &runs, &dests))?;
+        let dir = cold_dir(i);
+        let _ = std::fs::remove_dir_all(&dir);
+        let cold = RemotePack::open(
+            url,
+            &RemoteConfig {
+                cache_dir: dir.clone(),
+                ..cfg.clone()
+            },
+        )?;
+        let pf = rt.open_remote_pack(&cold)?;
+        timed(1, &mut || runtime_pass(&rt, &pf, &ids, &mems))?;
+        cold_gets.push(cold.stats().gets as f64);
+        drop(pf);
+        drop(cold);
+        let _ = std::fs::remove_dir_all(&dir);
+        timed(2, &mut || runtime_pass(&rt, &warm_pf, &ids, &mems))?;
+        timed(3, &mut || runtime_pass(&rt, &local_pf, &ids, &mems))?;
     }
     progress.finish_and_clear();
-    let gbps = |v: &mut Vec<f64>| bytes as f64 / median(v).max(1e-9) / 1e9;
-    let (gg, cg, wg, lg) = (gbps(&mut g), gbps(&mut c), gbps(&mut w), gbps(&mut l));
+    let gb = bytes as f64 / 1e9;
+    let [gg, cg, wg, lg] = secs.map(|mut v| gb / median(&mut v).max(1e-9));
+    let [gcpu, ccpu, wcpu, lcpu] = cpu.map(|mut v| median(&mut v) / gb);
     Ok(RemoteReport {
         date: super::utc_now(),
         url: url.to_string(),
@@ -336,6 +349,10 @@ pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, 
         cold_over_get_loop: cg / gg.max(1e-12),
         warm_over_local: wg / lg.max(1e-12),
         cold_gets: median(&mut cold_gets) as u64,
+        get_loop_cpu_s_per_gb: gcpu,
+        cold_cpu_s_per_gb: ccpu,
+        warm_cpu_s_per_gb: wcpu,
+        local_cpu_s_per_gb: lcpu,
     })
 }
 
@@ -352,27 +369,36 @@ pub fn print(r: &RemoteReport) {
         r.max_get_kib,
         r.passes
     );
-    let mut t = Table::new(["pass", "GB/s", "ratio"]);
-    t.row([
-        "ranged-GET loop (same GETs, crc32c, decode)".into(),
-        format!("{:.3}", r.get_loop_gbps),
-        String::new(),
-    ]);
-    t.row([
-        format!("runtime, cold cache ({} GETs)", r.cold_gets),
-        format!("{:.3}", r.cold_gbps),
-        format!("{:.2}x the GET loop", r.cold_over_get_loop),
-    ]);
-    t.row([
-        "local pack (same bytes, a plain file)".into(),
-        format!("{:.3}", r.local_gbps),
-        String::new(),
-    ]);
-    t.row([
-        "runtime, warm cache".into(),
-        format!("{:.3}", r.warm_gbps),
-        format!("{:.2}x the local pack", r.warm_over_local),
-    ]);
+    let mut t = Table::new(["pass", "GB/s", "ratio", "CPU s/GB (this process)"]);
+    let rows = [
+        (
+            "ranged-GET loop (same GETs, crc32c, decode)".to_string(),
+            r.get_loop_gbps,
+            String::new(),
+            r.get_loop_cpu_s_per_gb,
+        ),
+        (
+            format!("runtime, cold cache ({} GETs)", r.cold_gets),
+            r.cold_gbps,
+            format!("{:.2}x the GET loop", r.cold_over_get_loop),
+            r.cold_cpu_s_per_gb,
+        ),
+        (
+            "local pack (same bytes, a plain file)".to_string(),
+            r.local_gbps,
+            String::new(),
+            r.local_cpu_s_per_gb,
+        ),
+        (
+            "runtime, warm cache".to_string(),
+            r.warm_gbps,
+            format!("{:.2}x the local pack", r.warm_over_local),
+            r.warm_cpu_s_per_gb,
+        ),
+    ];
+    for (what, gbps, ratio, cpu) in rows {
+        t.row([what, format!("{gbps:.3}"), ratio, format!("{cpu:.2}")]);
+    }
     print!("{t}");
 }
 

@@ -104,6 +104,9 @@ pub(crate) struct Cache {
     /// fetched bytes then reach the disk without passing the page cache,
     /// so a direct read of them need not wait for their writeback.
     direct: Option<File>,
+    /// Held while a 4 KiB unit shared with a neighbouring block is read,
+    /// patched and written back (`write_stretch`).
+    edges: Mutex<()>,
     /// Held (with an exclusive `flock`) while the cache is open.
     _lock: File,
     pub(crate) spans: Vec<Span>,
@@ -169,6 +172,7 @@ impl Cache {
         let direct = {
             use std::os::unix::fs::OpenOptionsExt;
             OpenOptions::new()
+                .read(true)
                 .write(true)
                 .custom_flags(libc::O_DIRECT)
                 .open(&path)
@@ -221,6 +225,7 @@ impl Cache {
             index_path,
             file,
             direct,
+            edges: Mutex::new(()),
             _lock: lock,
             spans,
             budget,
@@ -406,29 +411,58 @@ impl Cache {
     }
 
     fn write_stretch(&self, s: u64, bytes: &[u8]) -> std::io::Result<()> {
+        let Some(direct) = &self.direct else {
+            return self.file.write_all_at(bytes, s);
+        };
         let e = s + bytes.len() as u64;
-        let (a0, a1) = (
-            s.div_ceil(WRITE_ALIGN) * WRITE_ALIGN,
-            e / WRITE_ALIGN * WRITE_ALIGN,
-        );
-        let mut direct_done = false;
-        if let (Some(direct), true) = (&self.direct, a1 > a0) {
-            let n = (a1 - a0) as usize;
-            let mut buf = crate::io::AlignedBuf::with_alignment(n, WRITE_ALIGN as usize);
-            buf.copy_from_slice(&bytes[(a0 - s) as usize..(a1 - s) as usize]);
-            match direct.write_all_at(&buf, a0) {
-                Ok(()) => direct_done = true,
+        let a = WRITE_ALIGN;
+        let (first, end) = (s / a * a, e.div_ceil(a) * a);
+        // Whole units of the stretch are written as they are; a unit the
+        // stretch shares with a neighbour (at most one at each end) is
+        // read, patched and written back, under `edges`, so two stretches
+        // patching one unit never lose each other's bytes. The neighbour's
+        // bytes in it are written back unchanged: a read holding it sees
+        // the same bytes, and an evicted one's do not matter.
+        let head_partial = s > first;
+        let tail_partial = e < end;
+        let _edges = (head_partial || tail_partial)
+            .then(|| self.edges.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut buf = crate::io::AlignedBuf::with_alignment((end - first) as usize, a as usize);
+        let mut read_unit = |at: u64| -> std::io::Result<()> {
+            let unit = &mut buf[(at - first) as usize..(at - first + a) as usize];
+            // Past the object's end the unit reads short: the rest is zero.
+            let n = direct.read_at(unit, at)?;
+            unit[n..].fill(0);
+            Ok(())
+        };
+        if head_partial {
+            read_unit(first)?;
+        }
+        if tail_partial && !(head_partial && end - a == first) {
+            read_unit(end - a)?;
+        }
+        buf[(s - first) as usize..(e - first) as usize].copy_from_slice(bytes);
+        // A unit running past the object's end is written through the
+        // page cache, only up to the stretch's end: a direct write of it
+        // would grow the replica past the object's length.
+        let direct_end = if end > self.info.size { end - a } else { end };
+        if direct_end > first {
+            match direct.write_all_at(&buf[..(direct_end - first) as usize], first) {
+                Ok(()) => {}
                 // EINVAL: the filesystem took O_DIRECT at open but not for
-                // this write; it goes through the page cache instead.
-                Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {}
+                // this write; through the page cache instead.
+                Err(err) if err.raw_os_error() == Some(libc::EINVAL) => {
+                    return self.file.write_all_at(bytes, s);
+                }
                 Err(err) => return Err(err),
             }
         }
-        if !direct_done {
-            return self.file.write_all_at(bytes, s);
+        if direct_end < end {
+            let from = direct_end.max(s);
+            self.file
+                .write_all_at(&bytes[(from - s) as usize..], from)?;
         }
-        self.file.write_all_at(&bytes[..(a0 - s) as usize], s)?;
-        self.file.write_all_at(&bytes[(a1 - s) as usize..], a1)
+        Ok(())
     }
 
     /// The GET that fetches `first..=last`'s bytes.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use gpustream::runtime::QueueStats;
 
 /// User plus system CPU seconds of the whole process so far.
-pub(super) fn cpu_seconds() -> f64 {
+pub(crate) fn cpu_seconds() -> f64 {
     // SAFETY: `u` is a plain C struct that getrusage fills in; all-zero is
     // a valid value for it.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };

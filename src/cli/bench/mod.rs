@@ -13,7 +13,7 @@
 
 mod baselines;
 mod cases;
-mod metrics;
+pub(crate) mod metrics;
 mod report;
 
 use std::path::{Path, PathBuf};
