@@ -171,11 +171,17 @@ struct Unsettled {
 
 impl Drop for Unsettled {
     fn drop(&mut self) {
-        for b in std::mem::take(&mut self.blocks) {
-            self.cache.settle(
-                b,
-                Err("the fetch was cancelled (the pack was closed)".into()),
-            );
+        let blocks = std::mem::take(&mut self.blocks);
+        let (Some(&first), Some(&last)) = (blocks.first(), blocks.last()) else {
+            return;
+        };
+        let r = self.cache.get_range(first, last);
+        let why = format!(
+            "GET bytes {}..{}: abandoned (the pack was closed, or its task failed)",
+            r.start, r.end
+        );
+        for b in blocks {
+            self.cache.settle(b, Err(why.clone()));
         }
     }
 }
