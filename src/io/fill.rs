@@ -18,7 +18,9 @@ pub(crate) type FillPin = Box<dyn Any + Send>;
 /// Called exactly once with the outcome of a fill.
 pub(crate) type FillDone = Box<dyn FnOnce(Result<FillPin, IoError>) + Send>;
 
-/// One range to make present, and what to call when it is.
+/// One range to make present, and what to call when it is. (Only remote
+/// packs, a feature of Linux builds, read the fields.)
+#[cfg_attr(not(all(feature = "remote", target_os = "linux")), allow(dead_code))]
 pub(crate) struct FillRequest {
     pub(crate) offset: u64,
     pub(crate) len: usize,
