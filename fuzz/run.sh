@@ -6,6 +6,7 @@
 #   fuzz/run.sh [SECONDS]            every target
 #   FUZZ_TARGETS="pack_reader lz4_twin" fuzz/run.sh 300
 #   FUZZ_NO_BUILD=1 fuzz/run.sh 60    reuse the last build
+#   FUZZ_BUILD_DIR=/var/cache/x fuzz/run.sh 20   build there (CI's cache)
 #
 # Seeds: fuzz/seeds/<target>/ (checked in), plus tests/regressions/ for the
 # importers when it exists. Each run works on a copy in
@@ -19,6 +20,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 triple=x86_64-unknown-linux-gnu
 out=target/fuzz
+build="${FUZZ_BUILD_DIR:-$out}"
 
 # Coverage instrumentation for libFuzzer, as cargo-fuzz sets it, plus Rust's
 # own checks: there is no AddressSanitizer on stable, so debug assertions and
@@ -31,15 +33,16 @@ export RUSTFLAGS="--cfg fuzzing -Cpasses=sancov-module \
  -Cllvm-args=-sanitizer-coverage-trace-compares \
  -Cdebug-assertions -Coverflow-checks"
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
-  cargo build --release --manifest-path fuzz/Cargo.toml --target "$triple" --target-dir "$out" --bins
+  cargo build --release --manifest-path fuzz/Cargo.toml --target "$triple" --target-dir "$build" --bins
 fi
 
 targets="${FUZZ_TARGETS:-$(ls fuzz/fuzz_targets | sed -n 's/\.rs$//p')}"
 summary="$out/summary.txt"
+mkdir -p "$out"
 : > "$summary"
 failed=()
 for t in $targets; do
-  bin="$out/$triple/release/$t"
+  bin="$build/$triple/release/$t"
   corpus="$out/corpus/$t"
   artifacts="$out/artifacts/$t"
   mkdir -p "$corpus" "$artifacts"

@@ -34,10 +34,14 @@ export GPUSTREAM_REQUIRE_GPU=1
 export WGPU_BACKEND=vulkan
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 
-# The demo pack is made by the main crate's packer (sRGB BC7); the main
-# CI step has usually built it already.
-if [ ! -x ../../target/release/gpustream ]; then
-  (cd ../.. && cargo build --release --bin gpustream)
+# The demo pack is made by the main crate's packer (sRGB BC7): GPUSTREAM_BIN
+# where the caller names it (the main CI step has built it), else the main
+# crate's own release build, built here if missing.
+if [ -z "${GPUSTREAM_BIN:-}" ]; then
+  export GPUSTREAM_BIN=$PWD/../../target/release/gpustream
+  if [ ! -x "$GPUSTREAM_BIN" ]; then
+    (cd ../.. && env -u CARGO_TARGET_DIR cargo build --release --bin gpustream)
+  fi
 fi
 
 cargo build --locked --tests --examples
