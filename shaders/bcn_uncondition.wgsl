@@ -4,7 +4,9 @@
 // buffer; this pass gathers every byte back to where the texture has it and
 // writes the block to its real output range (linear, or rows padded for
 // copy_buffer_to_texture). One workgroup per block, many blocks per
-// dispatch.
+// dispatch. Transform 0 (none) is a plain relayout: it moves a linearly
+// decoded block's bytes, or a piece of them, into rows at the region's
+// pitch (a texture's packed mips, whose block the decoder writes linearly).
 //
 // Rust twin: src/decode/cpu_twin/bcn_uncondition.rs (same names, same loop
 // structure; the tests hold this shader to it). Notes: docs/gpu-decode.md.
@@ -44,7 +46,7 @@ const FIELD_NIBBLES = array<u32, 4>(0x44u, 0x4462u, 0x62u, 0x6262u);
 
 // One block; mirrors Lz4BlockDesc (8 x u32). src_offset: where its
 // conditioned bytes start in `output`; src_size == dst_size; reserved0:
-// the transform id.
+// the transform id (0: none, a plain relayout).
 struct UnconditionDesc {
     src_offset: u32,
     src_size: u32,
@@ -129,7 +131,7 @@ fn valid(d: UnconditionDesc) -> bool {
     // Clamped so a binding of 4 GiB or more does not wrap (as the twin).
     let out_len = min(arrayLength(&output), 0x3fffffffu) * 4u;
     let extent = dst_extent(d);
-    if (d.transform == 0u || d.transform > TRANSFORM_LAST) {
+    if (d.transform > TRANSFORM_LAST) {
         return false;
     }
     if (d.src_size != d.dst_size || d.dst_size > MAX_BLOCK_SIZE || (d.dst_offset & 3u) != 0u) {

@@ -76,18 +76,20 @@ fn run_gpu(ctx: &GpuContext, descs: &[Lz4BlockDesc], initial: &[u32]) -> (Vec<u3
     )
 }
 
-/// Random blocks of every transform: texture-like sizes (whole BC blocks)
+/// Random blocks of every transform, and of none (a plain relayout into
+/// rows, as packed mips decoded on the GPU take): texture-like sizes (whole BC blocks)
 /// and odd ones, linear and in padded rows. Output ranges first, the
 /// conditioned copies after them. Returns the descriptors, the initial
 /// output words and each block's original bytes.
 fn layout(rng: &mut ChaCha8Rng, blocks: usize) -> (Vec<Lz4BlockDesc>, Vec<u32>, Vec<Vec<u8>>) {
-    let transforms = &BlockTransform::ALL[1..];
+    let transforms = &BlockTransform::ALL;
     let mut descs = Vec::new();
     let mut originals = Vec::new();
     let mut dst = 0u32;
     for i in 0..blocks {
         let t = transforms[i % transforms.len()];
-        let e = t.element_bytes();
+        // A relayout has no elements: rows of whole words.
+        let e = t.element_bytes().max(4);
         let size = match rng.gen_range(0..4) {
             0 => e * rng.gen_range(1..8),
             1 => rng.gen_range(1..3000u32),

@@ -16,8 +16,8 @@ use gpustream::destinations::HostMemory;
 use gpustream::io::{BackendKind, FaultConfig, IoConfig, OpenMode};
 use gpustream::pack::{AssetId, PackError, PackWriter, TextureFormat, WriterOptions};
 use gpustream::runtime::{
-    CompressionSupport, Destination, PackFile, QueueConfig, Request, RequestError, Runtime,
-    RuntimeConfig, Source,
+    CompressionSupport, Destination, PackFile, QueueConfig, QueueStats, Request, RequestError,
+    Runtime, RuntimeConfig, Source,
 };
 
 /// Bytes that compress about 2:1 with LZ4, and differ per seed.
@@ -1119,6 +1119,12 @@ fn stream_textures_with(
             "LZ4 blocks went to the GPU decoder"
         );
     }
+    // Where the GPU decodes the codec, no CPU thread decodes a block:
+    // tiles, packed mips (read back exact above) and the buffer's blob.
+    if gpu_decompression && matches!(codec, Codec::Lz4 | Codec::GDeflate) {
+        assert_eq!(st.blocks_cpu_decompressed, 0, "{codec}: {st:?}");
+        assert_eq!(st.bytes_cpu_decompressed, 0, "{codec}: {st:?}");
+    }
     if codec == Codec::GDeflate {
         assert_eq!(
             st.blocks_gpu_gdeflate > 0,
@@ -2008,4 +2014,141 @@ fn a_damaged_conditioned_tile_fails_alone_and_its_neighbours_arrive_whole() {
     }
     let st = q.stats();
     assert_eq!(st.blocks_gpu_unconditioned, tiles.len() as u64, "{st:?}");
+}
+
+/// Tiles and packed mips of every texture of an LZ4 pack into textures on
+/// wgpu's noop backend, with `assume_discrete_gpu`: the stats of the host
+/// side a discrete GPU would run (noop runs no shaders and stores nothing).
+fn noop_discrete_stats(assume_discrete_gpu: bool, gpu_decompression: bool) -> QueueStats {
+    let ctx = gpustream::gpu::open_device_for(Some("noop")).expect("wgpu's noop backend");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, textures) = texture_pack_with(dir.path(), Codec::Lz4, 0, true);
+    let rt = Runtime::new(
+        &ctx.device,
+        &ctx.queue,
+        RuntimeConfig {
+            cpu_threads: 2,
+            gpu_decompression,
+            assume_discrete_gpu,
+            // noop leaves the checksum pass's status words unwritten.
+            verify_gpu_checksums: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let pf = rt.open_pack(&path).unwrap();
+    let q = rt.create_queue(QueueConfig::default());
+    let mut packed_mips = 0;
+    for (name, format, width, height, mips) in &textures {
+        let asset = pf.pack().find(name).unwrap();
+        let tex = ctx.device.create_texture(&wgpu::TextureDescriptor {
+            label: Some(name),
+            size: wgpu::Extent3d {
+                width: *width,
+                height: *height,
+                depth_or_array_layers: 1,
+            },
+            mip_level_count: mips.len() as u32,
+            sample_count: 1,
+            dimension: wgpu::TextureDimension::D2,
+            format: format.wgpu(),
+            usage: wgpu::TextureUsages::COPY_DST,
+            view_formats: &[],
+        });
+        for mip in 0..mips.len() as u8 {
+            let Some((tx, ty)) = pf.pack().tile_grid(asset, mip).unwrap() else {
+                continue;
+            };
+            for y in 0..ty {
+                for x in 0..tx {
+                    let region = pf.pack().tile_region(asset, mip, x, y).unwrap();
+                    let source = Source::Tile {
+                        pack: pf.clone(),
+                        asset,
+                        mip,
+                        x,
+                        y,
+                    };
+                    let origin = wgpu::Origin3d {
+                        x: region.x,
+                        y: region.y,
+                        z: 0,
+                    };
+                    q.enqueue(Request::new(
+                        source,
+                        Destination::Texture {
+                            texture: tex.clone(),
+                            mip: mip as u32,
+                            origin,
+                            extent: None,
+                        },
+                    ))
+                    .unwrap();
+                }
+            }
+        }
+        let packed = pf.pack().packed_mips(asset).unwrap();
+        if let Some(first) = packed.mips.first() {
+            packed_mips += 1;
+            q.enqueue(Request::new(
+                Source::PackedMips {
+                    pack: pf.clone(),
+                    asset,
+                },
+                Destination::Texture {
+                    texture: tex.clone(),
+                    mip: first.mip as u32,
+                    origin: wgpu::Origin3d::ZERO,
+                    extent: None,
+                },
+            ))
+            .unwrap();
+        }
+    }
+    assert!(packed_mips > 0, "the pack has packed mips");
+    let f = Fence::new();
+    q.enqueue_signal(&f, 1);
+    q.submit();
+    assert!(
+        f.wait_timeout(1, Duration::from_secs(120)),
+        "fence never reached"
+    );
+    let rec = q.error_record();
+    assert_eq!(
+        rec.failure_count,
+        0,
+        "{:?}",
+        rec.first_failure.map(|f| f.to_string())
+    );
+    q.stats()
+}
+
+/// wgpu's noop backend reports a CPU adapter; told to stand in for a
+/// discrete GPU it takes a discrete GPU's branches. With the GPU decoders
+/// on, no block of an LZ4 texture pack is decoded on the CPU, packed mips
+/// included. With them off, CPU threads decode into their own scratch and
+/// write staging once (bytes counted as host copies), as a discrete GPU's
+/// write-combined staging needs, where a CPU adapter's cached staging
+/// takes the decode in place.
+#[test]
+fn noop_as_a_discrete_gpu_decodes_nothing_on_the_cpu() {
+    let st = noop_discrete_stats(true, true);
+    assert_eq!(st.blocks_cpu_decompressed, 0, "{st:?}");
+    assert!(st.blocks_gpu_decoded > 0, "{st:?}");
+    assert!(st.blocks_gpu_unconditioned > 0, "{st:?}");
+    let discrete = noop_discrete_stats(true, false);
+    let cpu_adapter = noop_discrete_stats(false, false);
+    assert!(discrete.blocks_cpu_decompressed > 0, "{discrete:?}");
+    assert_eq!(
+        discrete.blocks_cpu_decompressed,
+        cpu_adapter.blocks_cpu_decompressed
+    );
+    assert!(
+        discrete.bytes_host_copied >= discrete.bytes_cpu_decompressed,
+        "discrete: decoded into scratch, then written to staging once: {discrete:?}"
+    );
+    assert!(
+        cpu_adapter.bytes_host_copied < discrete.bytes_host_copied,
+        "a CPU adapter decodes into its cached staging in place: {cpu_adapter:?} vs {discrete:?}"
+    );
 }

@@ -675,6 +675,10 @@ impl Dispatcher {
                 st.cpu_decode_ns += d.nanos;
                 st.bytes_host_copied += d.copied;
                 st.blocks_cpu_decoded += 1;
+                if d.part.block.codec != crate::codec::Codec::None {
+                    st.blocks_cpu_decompressed += 1;
+                    st.bytes_cpu_decompressed += d.part.block.size as u64;
+                }
             });
         }
         match (d.result, d.staged) {

@@ -132,19 +132,28 @@ pub(crate) struct BatchCaps {
     /// Parts one destination buffer needs in a batch to be written
     /// directly (`RuntimeConfig::direct_buffer_blocks`).
     pub direct_min: usize,
+    /// The adapter is a CPU rasteriser (lavapipe, llvmpipe GL) and the
+    /// runtime takes its path (see [`GpuBatcher::software_adapter`]).
+    pub software: bool,
+    /// Staging is ordinary, cached host memory the CPU may read: a CPU
+    /// adapter not told to stand in for a discrete GPU.
+    pub host_staging: bool,
 }
 
 impl BatchCaps {
-    /// Caps for a device and staging ring: the input holds the whole staging
-    /// size (so thousands of blocks share a dispatch), the output twice
-    /// that, both within one storage binding.
+    /// Caps for a device: the input holds `batch` bytes of staged blocks
+    /// (`RuntimeConfig::gpu_batch_size`; at least one chunk, so thousands
+    /// of blocks share a dispatch), the output twice that, both within one
+    /// storage binding.
     ///
-    /// On a software adapter the GPU is the CPU: a batch there is capped at
-    /// 32 MiB of input so its copies overlap the next reads instead of
-    /// waiting for the whole staging buffer (measured on lavapipe, `none` at
-    /// 256 MiB staging: 0.54x of the `write_buffer` loop with whole-staging
-    /// batches).
-    pub fn new(device: &wgpu::Device, staging_total: u64, chunk: u64) -> BatchCaps {
+    /// A batch is flushed when it is full, so the next reads land while
+    /// the GPU works on it: a batch as large as staging would start the
+    /// GPU only after the last read (on lavapipe, `none` at 256 MiB staging
+    /// ran at 0.54x of the `write_buffer` loop with whole-staging batches).
+    ///
+    /// `assume_discrete`: a CPU adapter takes a discrete GPU's path
+    /// (`RuntimeConfig::assume_discrete_gpu`).
+    pub fn new(device: &wgpu::Device, batch: u64, chunk: u64, assume_discrete: bool) -> BatchCaps {
         let binding = device
             .limits()
             .max_storage_buffer_binding_size
@@ -152,20 +161,18 @@ impl BatchCaps {
             .min(1 << 31)
             & !255;
         let info = device.adapter_info();
-        let software =
-            info.device_type == wgpu::DeviceType::Cpu && info.backend != wgpu::Backend::Noop;
-        let want = if software {
-            staging_total.min(32 << 20)
-        } else {
-            staging_total
-        };
-        let input = want.max(chunk).min(binding).next_multiple_of(256);
+        let cpu = info.device_type == wgpu::DeviceType::Cpu && !assume_discrete;
+        // wgpu's noop backend says `Cpu` but runs nothing: never software.
+        let software = cpu && info.backend != wgpu::Backend::Noop;
+        let input = batch.max(chunk).min(binding).next_multiple_of(256);
         let output = (2 * input).max(16 << 20).min(binding);
         BatchCaps {
             input,
             output,
             blocks: (chunk / 256).max(16384),
             direct_min: 1024,
+            software,
+            host_staging: cpu,
         }
     }
 
@@ -246,10 +253,11 @@ pub(crate) struct BatchLinks {
 
 impl GpuBatcher {
     /// Whether staging buffers are ordinary, cached host memory: only
-    /// where the adapter is a CPU (lavapipe, llvmpipe). A GPU's mapped
-    /// upload memory may be write-combined, slow for the CPU to read.
+    /// where the adapter is a CPU (lavapipe, llvmpipe), and the runtime is
+    /// not told to take a discrete GPU's path. A GPU's mapped upload memory
+    /// may be write-combined, slow for the CPU to read.
     pub(crate) fn staging_is_host_memory(&self) -> bool {
-        self.device.adapter_info().device_type == wgpu::DeviceType::Cpu
+        self.caps.host_staging
     }
 
     /// The stage for a device. `verify` checks every pack block's crc32c on
@@ -282,7 +290,7 @@ impl GpuBatcher {
         let crc = verify.then(|| Crc32cPipeline::new(&device));
         let info = device.adapter_info();
         let noop = info.backend == wgpu::Backend::Noop;
-        let software = info.device_type == wgpu::DeviceType::Cpu && !noop;
+        let software = caps.software;
         if gdeflate.is_none() {
             driver = None;
         }
@@ -714,12 +722,15 @@ impl Res {
                 caps.blocks * check,
                 U::STORAGE | U::COPY_DST,
             ),
+            // Two tables: conditioned blocks, then the relayout of packed
+            // mips' pieces (each at most one per block or region), the
+            // second from a 256-byte boundary.
             uncond_descs: mk(
                 "uncondition descriptors",
-                caps.blocks * desc,
+                2 * caps.blocks * desc + 256,
                 U::STORAGE | U::COPY_DST,
             ),
-            uncond_status: mk("uncondition status", words, U::STORAGE),
+            uncond_status: mk("uncondition status", 2 * words + 256, U::STORAGE),
             status: std::array::from_fn(|_| {
                 mk("status", words, U::STORAGE | U::COPY_SRC | U::COPY_DST)
             }),

@@ -144,6 +144,24 @@ pub struct RuntimeConfig {
     /// Record every request, signal and submit to this file (see
     /// [`trace`]); `gpustream replay` plays it back.
     pub trace: Option<std::path::PathBuf>,
+    /// Staged bytes one GPU batch takes before it is flushed (default 32
+    /// MiB). The next reads land while the GPU decodes the last batch, so a
+    /// batch much smaller than staging keeps reads and decoding in flight
+    /// together; and the runtime's own GPU memory (two batches, each an
+    /// input this size and an output scratch twice it) follows this, not
+    /// the staging size. At least one staging chunk.
+    pub gpu_batch_size: u64,
+    /// Take the discrete-GPU path whatever type the adapter reports
+    /// (default false). A CPU adapter otherwise gets the software path:
+    /// staging is cached host memory there, so CPU decode threads write
+    /// into it in place, and bytes are laid out by the CPU for plain
+    /// copies. On a discrete GPU staging may be write-combined memory the
+    /// CPU must only write, and the GPU's passes lay bytes out.
+    ///
+    /// wgpu's noop backend reports a CPU adapter while it runs no shaders;
+    /// with this on it takes the same branches a discrete GPU takes, so it
+    /// measures that GPU's host side (`gpustream bench --adapter noop`).
+    pub assume_discrete_gpu: bool,
 }
 
 /// The GDeflate decoder for `device` under `preference` (or the
@@ -198,6 +216,8 @@ impl Default for RuntimeConfig {
             bounce_limit: 64 << 20,
             map_cached_files: false,
             trace: None,
+            gpu_batch_size: 32 << 20,
+            assume_discrete_gpu: false,
         }
     }
 }
@@ -406,7 +426,12 @@ impl Runtime {
         let mut gdeflate_choice = None;
         let gpu_parts = match gpu {
             Some((device, queue)) => {
-                let mut caps = gpu_batch::BatchCaps::new(&device, config.staging_size, chunk);
+                let mut caps = gpu_batch::BatchCaps::new(
+                    &device,
+                    config.gpu_batch_size,
+                    chunk,
+                    config.assume_discrete_gpu,
+                );
                 caps.direct_min = config.direct_buffer_blocks.max(1);
                 // A chunk's GPU outputs always fit one batch.
                 let ring = crate::staging::StagingRing::new(

@@ -25,6 +25,12 @@ pub struct QueueStats {
     pub bytes_host_copied: u64,
     /// Blocks decoded on CPU threads.
     pub blocks_cpu_decoded: u64,
+    /// Of those, the compressed ones (LZ4, GDeflate, zstd): blocks a GPU
+    /// decoder could have taken. 0 on the GPU path for codecs the GPU
+    /// decodes.
+    pub blocks_cpu_decompressed: u64,
+    /// Decoded bytes of `blocks_cpu_decompressed`.
+    pub bytes_cpu_decompressed: u64,
     /// Blocks decoded by the GPU decoders (LZ4 and GDeflate).
     pub blocks_gpu_decoded: u64,
     /// Of those, the GDeflate pages.

@@ -73,6 +73,8 @@ pub(super) fn diff(a: &QueueStats, b: &QueueStats) -> QueueStats {
         bytes_read: a.bytes_read - b.bytes_read,
         bytes_host_copied: a.bytes_host_copied - b.bytes_host_copied,
         blocks_cpu_decoded: a.blocks_cpu_decoded - b.blocks_cpu_decoded,
+        blocks_cpu_decompressed: a.blocks_cpu_decompressed - b.blocks_cpu_decompressed,
+        bytes_cpu_decompressed: a.bytes_cpu_decompressed - b.bytes_cpu_decompressed,
         blocks_gpu_decoded: a.blocks_gpu_decoded - b.blocks_gpu_decoded,
         blocks_copied: a.blocks_copied - b.blocks_copied,
         blocks_gpu_unconditioned: a.blocks_gpu_unconditioned - b.blocks_gpu_unconditioned,

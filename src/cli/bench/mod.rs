@@ -80,6 +80,10 @@ pub struct Args {
     /// an adapter's name. Default: the best adapter wgpu offers.
     #[arg(long)]
     adapter: Option<String>,
+    /// Staged MiB one GPU batch takes before it is flushed
+    /// (`RuntimeConfig::gpu_batch_size`, default 32).
+    #[arg(long, value_name = "MIB")]
+    batch_mib: Option<u64>,
     /// Skip checksums: the runtime's `verify_gpu_checksums` is off and the
     /// hand-written baseline skips crc32c.
     #[arg(long)]
@@ -150,6 +154,8 @@ struct Plan {
     ahead: Option<u32>,
     verify: bool,
     map: bool,
+    /// `--batch-mib`, in bytes.
+    batch: Option<u64>,
     lz4_path: Option<Lz4DecodePath>,
     trace: Option<PathBuf>,
     progress: indicatif::ProgressBar,
@@ -316,6 +322,7 @@ pub fn run(args: Args) -> CliResult {
         iters,
         threads,
         buffered: args.buffered,
+        batch: args.batch_mib.map(|m| m.max(1) << 20),
         sustained: args.sustained,
         ahead: args.ahead.map(|a| a.max(1)),
         verify: !args.no_verify,
@@ -545,6 +552,12 @@ fn measure<'a>(
         },
         io: IoConfig::default(),
         map_cached_files: plan.map,
+        // The noop backend stands in for a discrete GPU: it takes the
+        // branches one takes (staging the CPU only writes, GPU layout).
+        assume_discrete_gpu: plan.noop,
+        gpu_batch_size: plan
+            .batch
+            .unwrap_or(RuntimeConfig::default().gpu_batch_size),
         trace: plan.trace.as_ref().map(|t| {
             let mut p = t.clone().into_os_string();
             p.push(format!(".{case}.{mib}MiB"));
@@ -705,6 +718,8 @@ fn measure<'a>(
         latency_p50_us: st.latency.quantile_us(0.5),
         latency_p99_us: st.latency.quantile_us(0.99),
         copies_per_byte: host.copies_per_byte,
+        cpu_decoded_blocks_per_pass: per_iter(d.blocks_cpu_decompressed),
+        cpu_decoded_bytes_per_pass: per_iter(d.bytes_cpu_decompressed),
         baseline_gbps: 0.0,
         baseline_cpu_s_per_gb: 0.0,
         baseline: String::new(),

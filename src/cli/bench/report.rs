@@ -37,6 +37,11 @@ pub struct BenchRow {
     pub latency_p99_us: f64,
     /// Host bytes copied per byte delivered (also in `host`).
     pub copies_per_byte: f64,
+    /// Compressed blocks CPU threads decoded, per pass (0 for the gpu-*
+    /// cases where the GPU decodes the codec).
+    pub cpu_decoded_blocks_per_pass: f64,
+    /// Their decoded bytes, per pass.
+    pub cpu_decoded_bytes_per_pass: f64,
     /// The baseline measured in the same run, GB/s.
     pub baseline_gbps: f64,
     /// Process CPU seconds per GB of the baseline.

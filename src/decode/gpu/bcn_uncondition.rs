@@ -137,7 +137,8 @@ pub fn validate_uncondition_descs(
 ) -> Result<(), Lz4EncodeError> {
     let bad = |block, reason| Err(Lz4EncodeError::BadDescriptor { block, reason });
     for (i, d) in descs.iter().enumerate() {
-        if element_bytes(d.reserved[0]) == 0 {
+        // 0 (none) is a plain relayout into rows.
+        if d.reserved[0] != 0 && element_bytes(d.reserved[0]) == 0 {
             return bad(i, "reserved[0] is not a BCn transform id");
         }
         if d.src_size != d.dst_size {
@@ -194,12 +195,18 @@ mod tests {
             ..Lz4BlockDesc::linear(1024, 64, 0, 64)
         };
         assert_eq!(validate_uncondition_descs(&[ok], 2048), Ok(()));
+        // Transform 0 is a plain relayout; an unknown id is refused.
         let plain = Lz4BlockDesc {
             reserved: [0, 0],
             ..ok
         };
+        assert_eq!(validate_uncondition_descs(&[plain], 2048), Ok(()));
+        let unknown = Lz4BlockDesc {
+            reserved: [6, 0],
+            ..ok
+        };
         assert!(matches!(
-            validate_uncondition_descs(&[plain], 2048),
+            validate_uncondition_descs(&[unknown], 2048),
             Err(Lz4EncodeError::BadDescriptor { block: 0, .. })
         ));
         // Block 1 writes over block 0's conditioned bytes.

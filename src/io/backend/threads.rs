@@ -4,7 +4,8 @@
 //! ([`super::read_at`]: `pread`, or `ReadFile` at an offset on Windows). One
 //! pool per device worker, as many threads as the queue depth, so the
 //! device sees the same number of requests in flight as with io_uring.
-//! The io_uring backend hands it its buffered reads too (`uring.rs`), and
+//! The io_uring backend hands it its buffered reads too (`uring.rs`), in a
+//! pool of at most the core count (page-cache hits are CPU copies), and
 //! a read of a mapped file is a copy out of the mapping, not a `pread`
 //! (`stream_copy.rs`).
 

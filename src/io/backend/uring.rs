@@ -34,6 +34,10 @@ pub(crate) struct UringBackend {
     /// measured here, io_uring copied page-cached data 4x slower than
     /// `pread` threads (docs/io.md). Created on the first buffered read.
     buffered: Option<ThreadsBackend>,
+    /// Threads of that pool: the queue depth, at most the core count. A
+    /// read the page cache holds is a CPU copy, so threads past the cores
+    /// only take turns (and take them from the decode threads); a miss
+    /// still has the kernel's readahead working for it.
     pool_size: usize,
 }
 
@@ -83,7 +87,9 @@ impl UringBackend {
             counters,
             in_flight: 0,
             buffered: None,
-            pool_size: queue_depth.clamp(1, 64),
+            pool_size: queue_depth
+                .clamp(1, 64)
+                .min(std::thread::available_parallelism().map_or(4, |n| n.get())),
         };
         b.arm_wake();
         Ok(b)

@@ -48,6 +48,10 @@ struct Tables {
     /// pass wrote past the scratch's regions, each to be put back into its
     /// region.
     unconds: Vec<Lz4BlockDesc>,
+    /// The relayout pass's descriptors (the same shader, no transform,
+    /// after it): pieces of packed-mip blocks the decoders wrote linearly
+    /// past the regions, each laid into its region in rows.
+    relayouts: Vec<Lz4BlockDesc>,
     entries: Vec<BatchEntry>,
 }
 
@@ -364,20 +368,33 @@ impl GpuBatcher {
         }
         // After the decode passes into the scratch: conditioned blocks back in
         // order, into their regions, before the copies read them.
-        if !tables.unconds.is_empty() {
-            let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
-            let n = tables.unconds.len() as u64;
+        // Then the pieces of packed mips, from their blocks' linear bytes
+        // (put back in order by the dispatch before, where conditioned)
+        // into their regions: a second dispatch, after the first, in the
+        // table's second half.
+        let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+        let mut at = (0, 0);
+        for table in [&tables.unconds, &tables.relayouts] {
+            if table.is_empty() {
+                continue;
+            }
+            let n = table.len() as u64;
             self.queue
-                .write_buffer(&res.uncond_descs, 0, bytemuck::cast_slice(&tables.unconds));
+                .write_buffer(&res.uncond_descs, at.0, bytemuck::cast_slice(table));
             let _ = self.uncondition.encode_in(
                 &self.device,
                 enc,
-                res.uncond_descs.slice(..n * desc),
+                res.uncond_descs.slice(at.0..at.0 + n * desc),
                 res.output.slice(..),
-                res.uncond_status.slice(..n * 4),
+                res.uncond_status.slice(at.1..at.1 + n * 4),
                 n as u32,
             );
             rec.uncondition_passes += 1;
+            // Bindings start on 256-byte boundaries.
+            at = (
+                (at.0 + n * desc).next_multiple_of(256),
+                (at.1 + n * 4).next_multiple_of(256),
+            );
         }
         rec.dispatches +=
             rec.lz4_passes + rec.gdeflate_passes + rec.copy_passes + rec.uncondition_passes;
@@ -436,6 +453,7 @@ fn build_tables(
 ) -> Tables {
     let mut tables = BatchTables::new(plan.direct.len());
     let mut unconds = Vec::new();
+    let mut relayouts = Vec::new();
     let mut cond_at = cond_base;
     let mut checks = Vec::new();
     let mut pad_words: Vec<(Option<usize>, u64)> = Vec::new();
@@ -459,89 +477,131 @@ fn build_tables(
         // and a buffer part has one region.
         let target = plan.places[span.start].direct.map_or(0, |g| g + 1);
         let first = tables.next(target, t);
-        for ((take, place), k) in e.part.outputs().zip(span) {
-            let at = plan.places[k];
-            let (row_bytes, row_pitch) = match place {
-                Place::Texture { layout, .. } => (layout.row_bytes, at.row_pitch),
-                _ => (0, 0),
+        if decoded && matches!(e.part.place, Place::Pieces(..)) {
+            // Packed mips: the block decodes linearly past the regions
+            // (and is put back in order there when conditioned), then the
+            // relayout pass lays each piece into its region, in rows.
+            let subs = match &e.part.block.data {
+                BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
+                BlockData::Memory(..) => &[],
             };
-            let dst = at.dst_offset as u32;
-            if matches!(place, Place::Buffer { .. }) && (take.end - take.start) % 4 != 0 {
-                pad_words.push((
-                    at.direct,
-                    at.dst_offset + ((take.end - take.start) & !3) as u64,
-                ));
+            let size = e.part.block.size;
+            let linear = cond_at as u32;
+            cond_at += (size as u64).next_multiple_of(256);
+            if subs.is_empty() {
+                tables.push(target, t, Lz4BlockDesc::linear(src, e.len, linear, size));
             }
-            if decoded {
-                // One descriptor per stream: the block, or each of an LZ4
-                // block's sub-blocks, which start on rows of a tile (the
-                // reader checks), so each lands on rows of its own.
-                let subs = match &e.part.block.data {
-                    BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
-                    BlockData::Memory(..) => &[],
-                };
-                let transform = e.part.block.transform;
-                // `plan::classify` sends conditioned blocks to the GPU
-                // only for textures, whose regions are in the scratch.
-                // Checked in release builds too: taking the plain path would
-                // deliver the block in its conditioned order and call it Ok.
-                assert!(
-                    transform == BlockTransform::None || target == 0,
-                    "a conditioned block planned for a buffer written directly"
+            for sb in subs {
+                let d = Lz4BlockDesc::linear(
+                    src + sb.stored_offset,
+                    sb.stored_len,
+                    linear + sb.offset,
+                    sb.size,
                 );
-                if transform != BlockTransform::None && target == 0 {
-                    // Decoded linearly past the regions, in its
-                    // conditioned order; the un-conditioning pass then
-                    // writes it into its region, rows and all.
-                    let size = e.part.block.size;
-                    let at = cond_at as u32;
-                    cond_at += e.part.conditioned_out();
+                tables.push(target, t, d);
+            }
+            let mut from = linear;
+            let transform = e.part.block.transform;
+            if transform != BlockTransform::None {
+                from = cond_at as u32;
+                cond_at += (size as u64).next_multiple_of(256);
+                let mut u = Lz4BlockDesc::linear(linear, size, from, size);
+                u.reserved[0] = transform.id() as u32;
+                unconds.push(u);
+            }
+            for ((take, place), k) in e.part.outputs().zip(span) {
+                if let Place::Texture { layout, .. } = place {
+                    let at = plan.places[k];
+                    let len = layout.tight_size() as u32;
+                    let d = Lz4BlockDesc::linear(from + take.start, len, at.dst_offset as u32, len);
+                    relayouts.push(d.with_rows(layout.row_bytes, at.row_pitch));
+                }
+            }
+        } else {
+            for ((take, place), k) in e.part.outputs().zip(span) {
+                let at = plan.places[k];
+                let (row_bytes, row_pitch) = match place {
+                    Place::Texture { layout, .. } => (layout.row_bytes, at.row_pitch),
+                    _ => (0, 0),
+                };
+                let dst = at.dst_offset as u32;
+                if matches!(place, Place::Buffer { .. }) && (take.end - take.start) % 4 != 0 {
+                    pad_words.push((
+                        at.direct,
+                        at.dst_offset + ((take.end - take.start) & !3) as u64,
+                    ));
+                }
+                if decoded {
+                    // One descriptor per stream: the block, or each of an LZ4
+                    // block's sub-blocks, which start on rows of a tile (the
+                    // reader checks), so each lands on rows of its own.
+                    let subs = match &e.part.block.data {
+                        BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
+                        BlockData::Memory(..) => &[],
+                    };
+                    let transform = e.part.block.transform;
+                    // `plan::classify` sends conditioned blocks to the GPU
+                    // only for textures, whose regions are in the scratch.
+                    // Checked in release builds too: taking the plain path would
+                    // deliver the block in its conditioned order and call it Ok.
+                    assert!(
+                        transform == BlockTransform::None || target == 0,
+                        "a conditioned block planned for a buffer written directly"
+                    );
+                    if transform != BlockTransform::None && target == 0 {
+                        // Decoded linearly past the regions, in its
+                        // conditioned order; the un-conditioning pass then
+                        // writes it into its region, rows and all.
+                        let size = e.part.block.size;
+                        let at = cond_at as u32;
+                        cond_at += e.part.conditioned_out();
+                        if subs.is_empty() {
+                            tables.push(target, t, Lz4BlockDesc::linear(src, e.len, at, size));
+                        }
+                        for sb in subs {
+                            let d = Lz4BlockDesc::linear(
+                                src + sb.stored_offset,
+                                sb.stored_len,
+                                at + sb.offset,
+                                sb.size,
+                            );
+                            tables.push(target, t, d);
+                        }
+                        let mut u = Lz4BlockDesc::linear(at, size, dst, size);
+                        u.reserved[0] = transform.id() as u32;
+                        unconds.push(u.with_rows(row_bytes, row_pitch));
+                        continue;
+                    }
                     if subs.is_empty() {
-                        tables.push(target, t, Lz4BlockDesc::linear(src, e.len, at, size));
+                        let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
+                        tables.push(target, t, d.with_rows(row_bytes, row_pitch));
                     }
                     for sb in subs {
+                        let out = match row_bytes {
+                            0 => sb.offset,
+                            rb => sb.offset / rb * row_pitch,
+                        };
                         let d = Lz4BlockDesc::linear(
                             src + sb.stored_offset,
                             sb.stored_len,
-                            at + sb.offset,
+                            dst + out,
                             sb.size,
                         );
-                        tables.push(target, t, d);
+                        tables.push(target, t, d.with_rows(row_bytes, row_pitch));
                     }
-                    let mut u = Lz4BlockDesc::linear(at, size, dst, size);
-                    u.reserved[0] = transform.id() as u32;
-                    unconds.push(u.with_rows(row_bytes, row_pitch));
                     continue;
                 }
-                if subs.is_empty() {
-                    let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
-                    tables.push(target, t, d.with_rows(row_bytes, row_pitch));
-                }
-                for sb in subs {
-                    let out = match row_bytes {
-                        0 => sb.offset,
-                        rb => sb.offset / rb * row_pitch,
+                let desc = {
+                    // Stored or CPU-decoded bytes: a piece is its own range
+                    // of the block, copied by its own descriptor.
+                    let size = match place {
+                        Place::Texture { layout, .. } => layout.tight_size() as u32,
+                        _ => e.len,
                     };
-                    let d = Lz4BlockDesc::linear(
-                        src + sb.stored_offset,
-                        sb.stored_len,
-                        dst + out,
-                        sb.size,
-                    );
-                    tables.push(target, t, d.with_rows(row_bytes, row_pitch));
-                }
-                continue;
-            }
-            let desc = {
-                // Stored or CPU-decoded bytes: a piece is its own range
-                // of the block, copied by its own descriptor.
-                let size = match place {
-                    Place::Texture { layout, .. } => layout.tight_size() as u32,
-                    _ => e.len,
+                    Lz4BlockDesc::linear(src + take.start, size, dst, size)
                 };
-                Lz4BlockDesc::linear(src + take.start, size, dst, size)
-            };
-            tables.push(target, t, desc.with_rows(row_bytes, row_pitch));
+                tables.push(target, t, desc.with_rows(row_bytes, row_pitch));
+            }
         }
         let slot = LocalSlot {
             table: t,
@@ -572,6 +632,7 @@ fn build_tables(
         checks,
         pad_words,
         unconds,
+        relayouts,
         entries,
     }
 }

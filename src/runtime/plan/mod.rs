@@ -261,17 +261,21 @@ impl Part {
             + self.conditioned_out()
     }
 
-    /// Bytes of output scratch a conditioned block decoded on the GPU
-    /// needs besides its destination region: the decode pass writes it there
-    /// in its conditioned order, and the pass after it puts it back into
-    /// the region. 0 for every other part.
+    /// Bytes of output scratch a block decoded on the GPU needs besides
+    /// its destination regions, when the decode pass cannot write it in
+    /// place: a conditioned block is decoded there in its conditioned
+    /// order, and a block of packed mips (pieces) linearly; the pass after
+    /// the decoder puts it back into its regions. A conditioned block of
+    /// pieces takes twice that: once conditioned, once put back in order
+    /// (linearly), before its pieces are laid out. 0 for every other part.
     pub fn conditioned_out(&self) -> u64 {
-        match (self.class, self.block.transform) {
-            (Class::GpuDecode, t) if t != BlockTransform::None => {
-                (self.block.size as u64).next_multiple_of(256)
-            }
-            _ => 0,
+        if self.class != Class::GpuDecode {
+            return 0;
         }
+        let one = (self.block.size as u64).next_multiple_of(256);
+        let pieces = matches!(self.place, Place::Pieces(..));
+        let conditioned = self.block.transform != BlockTransform::None;
+        one * (pieces as u64 + conditioned as u64)
     }
 }
 

@@ -280,8 +280,14 @@ pub(super) fn packed_mips(
                 if pieces.is_empty() {
                     continue;
                 }
+                // Compressed blocks decode on the GPU wherever their
+                // codec does: linearly into the batch's scratch, then each
+                // piece is laid into its region by the pass after the
+                // decoder. No CPU thread touches them.
                 let class = match block.codec {
                     Codec::None if rt.stored_on_gpu => Class::Raw,
+                    Codec::Lz4 if rt.gpu_lz4.is_some() => Class::GpuDecode,
+                    Codec::GDeflate if rt.gpu_gdeflate => Class::GpuDecode,
                     _ => Class::Cpu,
                 };
                 let take = 0..block.size;
