@@ -541,3 +541,39 @@ fn direct_reads_refused_after_open_fall_back_to_buffered() {
         assert_eq!(f.alignment(), 1);
     }
 }
+
+/// A direct read whose destination the kernel cannot pin for DMA (EFAULT,
+/// as a GPU's write-combined mapping answers) is read again through a
+/// bounce buffer and copied: the bytes arrive, the file stays direct, and
+/// the engine counts the fallback.
+#[test]
+fn direct_reads_into_memory_the_kernel_refuses_go_through_a_bounce_buffer() {
+    use gpustream::io::FaultConfig;
+    let d = tmp();
+    let p = d.path().join("bounced.bin");
+    write_file(&p, 512 << 10);
+    for kind in [BackendKind::Threads, BackendKind::Auto] {
+        let e = IoEngine::new(IoConfig {
+            backend: kind,
+            fault: Some(FaultConfig {
+                refuse_destination: 1000,
+                ..FaultConfig::none(11)
+            }),
+            ..IoConfig::default()
+        })
+        .unwrap();
+        let f = e.open(&p, OpenMode::Direct).unwrap();
+        if !f.is_direct() {
+            common::o_direct_unavailable(&format!(
+                "the bounce-buffer fallback for {kind:?}: no direct reads"
+            ));
+            continue;
+        }
+        let s = e.read_at(&f, 0, 512 << 10).unwrap();
+        assert_eq!(s.len(), 512 << 10);
+        assert!(s.iter().enumerate().all(|(k, &b)| b == content(k)));
+        assert!(f.is_direct(), "the file is still read direct");
+        let st = e.stats();
+        assert!(st.bounced_reads >= 1, "{kind:?}: {st:?}");
+    }
+}

@@ -17,7 +17,7 @@ use gpustream::io::{BackendKind, FaultConfig, IoConfig, OpenMode};
 use gpustream::pack::{AssetId, PackError, PackWriter, TextureFormat, WriterOptions};
 use gpustream::runtime::{
     CompressionSupport, Destination, PackFile, QueueConfig, QueueStats, Request, RequestError,
-    Runtime, RuntimeConfig, Source,
+    Runtime, RuntimeConfig, Source, StagingMemory,
 };
 
 /// Bytes that compress about 2:1 with LZ4, and differ per seed.
@@ -1767,6 +1767,8 @@ fn stream_big_texture(
         &ctx.queue,
         RuntimeConfig {
             staging_size: 512 << 10,
+            // Batches as small as staging: the mips are cut by many.
+            gpu_batch_size: 512 << 10,
             gpu_decompression,
             stored_copy_on_gpu,
             cpu_threads: 2,
@@ -2150,5 +2152,51 @@ fn noop_as_a_discrete_gpu_decodes_nothing_on_the_cpu() {
     assert!(
         cpu_adapter.bytes_host_copied < discrete.bytes_host_copied,
         "a CPU adapter decodes into its cached staging in place: {cpu_adapter:?} vs {discrete:?}"
+    );
+}
+
+/// Where the device was opened with `VK_EXT_external_memory_host` (the
+/// tools and tests open Vulkan devices with it where the driver offers it,
+/// as lavapipe does), staging chunks are host memory the runtime imported:
+/// O_DIRECT reads land in it, and textures and buffers streamed through it
+/// read back exact (`stream_textures` checks every mip and the buffer).
+/// Turned off, the runtime keeps wgpu's own buffers and says why.
+#[test]
+fn staging_in_imported_host_memory_streams_exact() {
+    let Some(ctx) = common::test_device() else {
+        return;
+    };
+    let rt = Runtime::new(&ctx.device, &ctx.queue, RuntimeConfig::default()).unwrap();
+    let memory = rt.staging_memory().cloned().unwrap();
+    drop(rt);
+    eprintln!("staging: {memory}");
+    let vulkan = ctx.adapter.get_info().backend == wgpu::Backend::Vulkan;
+    if vulkan && std::env::var("GPUSTREAM_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        // CI's lavapipe offers the extension.
+        assert!(
+            matches!(memory, StagingMemory::ImportedHost { .. }),
+            "{memory}"
+        );
+    }
+    if !vulkan {
+        assert!(matches!(memory, StagingMemory::Wgpu { .. }), "{memory}");
+    }
+    // Reads land in it straight from the disk (the pack is opened direct
+    // where the filesystem allows), tiles, packed mips and a blob.
+    stream_textures(&ctx, Codec::Lz4, true, 1 << 20, None);
+    stream_textures(&ctx, Codec::Lz4, false, 1 << 20, None);
+    let off = Runtime::new(
+        &ctx.device,
+        &ctx.queue,
+        RuntimeConfig {
+            import_staging_memory: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let memory = off.staging_memory().cloned().unwrap();
+    assert!(
+        matches!(&memory, StagingMemory::Wgpu { why } if why.contains("off")),
+        "{memory}"
     );
 }

@@ -57,6 +57,19 @@ pub fn run(_args: Args) -> CliResult {
                 ctx.reason
             );
             println!("  GDeflate decoder: {}", gdeflate_choice(&ctx.device));
+            // The staging memory a runtime on this device gets.
+            match gpustream::runtime::Runtime::new(
+                &ctx.device,
+                &ctx.queue,
+                gpustream::runtime::RuntimeConfig::default(),
+            ) {
+                Ok(rt) => {
+                    if let Some(m) = rt.staging_memory() {
+                        println!("  staging memory: {m}");
+                    }
+                }
+                Err(e) => println!("  staging memory: no runtime ({e})"),
+            }
         }
         Err(e) => println!("gpustream uses: none ({e})"),
     }

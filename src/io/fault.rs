@@ -28,6 +28,10 @@ pub struct FaultConfig {
     /// accepts O_DIRECT at open but not for reads (the engine must switch
     /// the file to buffered reads and carry on).
     pub refuse_direct: u16,
+    /// Direct reads answered EFAULT, as when the destination is memory the
+    /// kernel cannot pin for DMA (a GPU's write-combined BAR mapping): the
+    /// engine must read through a bounce buffer and deliver all the same.
+    pub refuse_destination: u16,
 }
 
 // Without `tools` the injector is crate-private and its constructors go
@@ -45,6 +49,7 @@ impl FaultConfig {
             delay: 200,
             reorder: 300,
             refuse_direct: 0,
+            refuse_destination: 0,
         }
     }
 
@@ -58,6 +63,7 @@ impl FaultConfig {
             delay: 0,
             reorder: 0,
             refuse_direct: 0,
+            refuse_destination: 0,
         }
     }
 }
@@ -104,6 +110,17 @@ impl Backend for FaultBackend {
     unsafe fn push(&mut self, mut r: RawRead) {
         if r.align > 1 && self.chance(r.ident, 6, self.cfg.refuse_direct).is_some() {
             self.synthetic.push((r.tag, Err(errno::EINVAL)));
+            return;
+        }
+        // Only a read into the caller's memory can be refused: a bounce
+        // buffer is the engine's own (the worker passes its address).
+        if r.align > 1
+            && !r.bounced
+            && self
+                .chance(r.ident, 7, self.cfg.refuse_destination)
+                .is_some()
+        {
+            self.synthetic.push((r.tag, Err(errno::EFAULT)));
             return;
         }
         if self.chance(r.ident, 1, self.cfg.eio).is_some() {

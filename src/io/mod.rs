@@ -279,6 +279,11 @@ pub struct IoStats {
     pub mapped_reads: u64,
     /// `io_uring_enter` calls (submissions and waits together).
     pub enters: u64,
+    /// Direct reads the kernel refused with EFAULT (a destination it cannot
+    /// pin for DMA, such as a GPU's write-combined mapping), then read
+    /// through a bounce buffer and copied: one per read, however many
+    /// attempts it took.
+    pub bounced_reads: u64,
 }
 
 impl IoEngine {
@@ -330,6 +335,7 @@ impl IoEngine {
             fixed_file_reads: c.fixed_file_reads.load(Relaxed),
             mapped_reads: c.mapped_reads.load(Relaxed),
             enters: c.enters.load(Relaxed),
+            bounced_reads: c.bounced_reads.load(Relaxed),
         }
     }
 

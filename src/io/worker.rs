@@ -108,6 +108,12 @@ struct InFlight {
     attempt_direct: bool,
     /// The attempt copies out of the file's mapping instead of reading it.
     attempt_mapped: bool,
+    /// Once a direct read into the destination came back EFAULT (memory
+    /// the kernel cannot pin for DMA, such as a GPU's write-combined BAR
+    /// mapping): the rest of the op is read into this buffer and copied.
+    bounce: Option<super::buf::AlignedBuf>,
+    /// The attempt read into `bounce`.
+    attempt_bounced: bool,
 }
 
 pub(crate) fn run(
@@ -159,6 +165,8 @@ pub(crate) fn run(
                 attempt_len: 0,
                 attempt_direct: false,
                 attempt_mapped: false,
+                bounce: None,
+                attempt_bounced: false,
             };
             if let Some(f) = start(&mut *backend, slot, f) {
                 slots[slot] = Some(f);
@@ -203,7 +211,7 @@ pub(crate) fn run(
                 Err(_) => {}
             }
             c.reads.fetch_add(1, Ordering::Relaxed);
-            if let Some(f) = finish_attempt(&mut *backend, slot, f, res) {
+            if let Some(f) = finish_attempt(&mut *backend, slot, f, res, &c) {
                 slots[slot] = Some(f);
             } else {
                 free.push(slot);
@@ -253,10 +261,13 @@ fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFl
     // SAFETY: done < len, and the caller promised dest..dest+len.
     let dest = unsafe { op.dest.add(f.done) };
     let a = file.inner.alignment;
+    // A bounced op reads into its own aligned buffer, one attempt of at
+    // most the buffer at a time.
+    let bounce = f.bounce.as_mut().map(|b| b.as_mut_ptr());
     let direct = file.is_direct()
         && off.is_multiple_of(a as u64)
         && left.is_multiple_of(a)
-        && (dest as usize).is_multiple_of(a);
+        && (bounce.is_some() || (dest as usize).is_multiple_of(a));
     let fd = if direct {
         file.direct_fd()
     } else {
@@ -275,7 +286,12 @@ fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFl
             }
         }
     };
-    let len = left.min(MAX_ATTEMPT);
+    let bounced = direct && bounce.is_some();
+    let (dest, len) = match (bounced, &f.bounce) {
+        (true, Some(b)) => (bounce.unwrap_or(dest), left.min(MAX_ATTEMPT).min(b.len())),
+        _ => (dest, left.min(MAX_ATTEMPT)),
+    };
+    f.attempt_bounced = bounced;
     // A buffered file the runtime mapped is copied out of its mapping,
     // which is half the CPU time of `pread`'s copy (`stream_copy.rs`). Once
     // a read of the mapping faulted (a cut file, a failed disk read),
@@ -296,6 +312,7 @@ fn start(backend: &mut dyn Backend, slot: usize, mut f: InFlight) -> Option<InFl
         dest,
         mapped,
         tag: slot as u64,
+        bounced,
         ident: mix(op.user_data ^ mix(off ^ mix(left as u64 ^ mix(f.retries as u64)))),
     };
     // SAFETY: the op (and its IoFile, keeping fd open and the mapping
@@ -339,6 +356,7 @@ fn finish_attempt(
     slot: usize,
     mut f: InFlight,
     res: RawResult,
+    counters: &Counters,
 ) -> Option<InFlight> {
     let op = &f.q.op;
     match res {
@@ -346,6 +364,22 @@ fn finish_attempt(
             // End of file: the bytes that exist are the answer.
             complete(op, &f.q.done, Ok(f.done));
             return None;
+        }
+        Ok(n) if f.attempt_bounced => {
+            let n = n.min(f.attempt_len);
+            if let Some(b) = &f.bounce {
+                // SAFETY: the bounce buffer holds `n <= attempt_len <=
+                // b.len()` bytes the kernel just wrote; the caller of
+                // submit promised dest..dest+len, and done + n <= len.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(b.as_ptr(), op.dest.add(f.done), n);
+                }
+            }
+            f.done += n;
+            if f.done >= op.len {
+                complete(op, &f.q.done, Ok(op.len));
+                return None;
+            }
         }
         Ok(n) => {
             f.done += n.min(f.attempt_len);
@@ -374,6 +408,23 @@ fn finish_attempt(
             };
             complete(op, &f.q.done, Err(e));
             return None;
+        }
+        Err(errno::EFAULT) if f.attempt_direct && f.bounce.is_none() => {
+            // The kernel could not pin the destination for DMA: read the
+            // rest through a bounce buffer. Counted, and warned of once.
+            let len = (op.len - f.done).min(MAX_ATTEMPT);
+            f.bounce = Some(super::buf::AlignedBuf::with_alignment(
+                len,
+                op.file.inner.alignment.max(super::buf::DEFAULT_BUF_ALIGN),
+            ));
+            counters.bounced_reads.fetch_add(1, Ordering::Relaxed);
+            static WARNED: std::sync::Once = std::sync::Once::new();
+            WARNED.call_once(|| {
+                log::warn!(
+                    "a direct read into {:?} (its destination) failed with EFAULT: the kernel cannot pin that memory for DMA (a GPU's write-combined mapping?); such reads go through a bounce buffer and one more copy",
+                    op.file.path()
+                )
+            });
         }
         Err(errno) => return fail(f, errno),
     }

@@ -617,6 +617,14 @@ impl GpuBatcher {
                     for part in self.direct.remove(&c).unwrap_or_default() {
                         end_pinned(jobs, part, Ok(()), done);
                     }
+                    if self.ring.persistent(c) {
+                        // Imported host memory is never unmapped: the
+                        // chunk is free as soon as its copy is done.
+                        if let Err(why) = self.ring.mapped(c) {
+                            (self.lost_reporter())(why);
+                        }
+                        continue;
+                    }
                     let owed = self.poller.owe();
                     let tx = self.events.clone();
                     let lost = self.lost_reporter();

@@ -51,6 +51,7 @@ use crossbeam::channel::Sender;
 
 /// Why a request failed: defined in `completion`, which reports it.
 pub use crate::completion::{BufferProblem, GpuDecodeFailure, RequestError, SourceProblem};
+pub use crate::staging::StagingMemory;
 pub use queue::{Priority, Queue, QueueConfig, SourceKind, TryEnqueueError};
 pub use request::{Destination, Request, Source};
 pub use stats::{LatencyHistogram, QueueStats};
@@ -162,6 +163,17 @@ pub struct RuntimeConfig {
     /// with this on it takes the same branches a discrete GPU takes, so it
     /// measures that GPU's host side (`gpustream bench --adapter noop`).
     pub assume_discrete_gpu: bool,
+    /// Make the staging chunks of host memory the runtime allocates and
+    /// imports into Vulkan, where the device was opened with
+    /// `VK_EXT_external_memory_host` (default true; the tools open devices
+    /// with it where the driver offers it, and
+    /// `decode::gpu::driver_gdeflate::request_device` does the same for an
+    /// application). Such memory is cached host memory: O_DIRECT reads
+    /// land in it by DMA and the GPU pulls it by DMA, where wgpu's own
+    /// mappable buffers are, on a GPU with a large BAR, write-combined
+    /// device memory the CPU writes slowly and O_DIRECT cannot target.
+    /// [`Runtime::staging_memory`] says which the runtime got, and why.
+    pub import_staging_memory: bool,
 }
 
 /// The GDeflate decoder for `device` under `preference` (or the
@@ -218,6 +230,7 @@ impl Default for RuntimeConfig {
             trace: None,
             gpu_batch_size: 32 << 20,
             assume_discrete_gpu: false,
+            import_staging_memory: true,
         }
     }
 }
@@ -328,6 +341,7 @@ pub struct StagingInfo {
 pub(crate) struct GpuInfo {
     pub chunk_size: u64,
     pub staging_total: u64,
+    pub staging_memory: crate::staging::StagingMemory,
 }
 
 pub(crate) struct RuntimeShared {
@@ -438,8 +452,8 @@ impl Runtime {
                     &device,
                     config.staging_size,
                     chunk,
-                    caps.output,
-                    caps.region_weight(),
+                    (caps.output, caps.region_weight()),
+                    config.import_staging_memory,
                 )
                 .map_err(RuntimeError::DeviceLost)?;
                 // The decoder has a portable path for every adapter with
@@ -495,6 +509,7 @@ impl Runtime {
         let gpu_info = gpu_parts.as_ref().map(|g| GpuInfo {
             chunk_size: g.ring.chunk_size(),
             staging_total: g.ring.chunk_size() * g.ring.chunk_count() as u64,
+            staging_memory: g.ring.memory().clone(),
         });
         let gpu_lz4 = gpu_parts.as_ref().and_then(|g| g.lz4_path());
         let gpu_gdeflate = gpu_parts.as_ref().is_some_and(|g| g.gdeflate_on());
@@ -660,6 +675,13 @@ impl Runtime {
             chunk_size: g.chunk_size,
             total: g.staging_total,
         })
+    }
+
+    /// Which memory the staging chunks live in, and why
+    /// (`RuntimeConfig::import_staging_memory`); `None` on a runtime
+    /// without a GPU.
+    pub fn staging_memory(&self) -> Option<&crate::staging::StagingMemory> {
+        self.shared.gpu.as_ref().map(|g| &g.staging_memory)
     }
 }
 

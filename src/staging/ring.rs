@@ -68,6 +68,9 @@ struct Chunk {
     buffer: wgpu::Buffer,
     view: Option<wgpu::BufferViewMut>,
     ptr: Option<NonNull<u8>>,
+    /// Imported host memory (`host_memory.rs`): `ptr` stays valid for the
+    /// chunk's whole life, and the chunk is never unmapped or remapped.
+    imported: bool,
     used: u64,
     /// The second budget (decoded bytes the chunk's blocks produce on the GPU).
     weight: u64,
@@ -87,6 +90,49 @@ pub(crate) struct StagingRing {
     opened: u64,
     weight_cap: u64,
     region_weight: u64,
+    memory: StagingMemory,
+}
+
+/// Which memory the staging chunks got, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[non_exhaustive]
+pub enum StagingMemory {
+    /// Page-aligned host memory the runtime allocated and imported into
+    /// Vulkan (`VK_EXT_external_memory_host`): O_DIRECT reads land in it by
+    /// DMA, and the GPU pulls it by DMA. `cached`: Vulkan imported it as a
+    /// host-cached memory type.
+    ImportedHost {
+        /// Whether the memory type is host-cached.
+        cached: bool,
+    },
+    /// wgpu's own `MAP_WRITE` buffers, mapped and unmapped around each GPU
+    /// copy: host memory on a CPU adapter; on a GPU, gpu-allocator's
+    /// `CpuToGpu` memory, which is device-local memory behind the BAR
+    /// (write-combined) where the GPU has a large BAR. `why`: why not
+    /// imported host memory.
+    Wgpu {
+        /// Why the runtime did not import host memory.
+        why: String,
+    },
+}
+
+impl std::fmt::Display for StagingMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StagingMemory::ImportedHost { cached: true } => {
+                write!(f, "imported host memory (host-cached; VK_EXT_external_memory_host)")
+            }
+            StagingMemory::ImportedHost { cached: false } => write!(
+                f,
+                "imported host memory (not host-cached; VK_EXT_external_memory_host)"
+            ),
+            StagingMemory::Wgpu { why } => write!(
+                f,
+                "wgpu's MAP_WRITE buffers (device-local BAR memory on a GPU with a large BAR, host memory on a CPU adapter): {why}"
+            ),
+        }
+    }
 }
 
 // SAFETY: the raw pointers point into the chunks' mappings, which live as
@@ -98,18 +144,35 @@ impl StagingRing {
     /// chunks, so reads can fill one while the GPU copies another). A chunk
     /// is sealed early once the weights of its slots would pass `weight_cap`;
     /// `region_weight` is the least weight its users count per region
-    /// written (see [`Self::region_weight`]). Fails when the device cannot
-    /// hand out the chunks' mappings (it is lost).
+    /// written (see [`Self::region_weight`]). `import`: make the chunks of
+    /// imported host memory where the device allows (see
+    /// [`StagingMemory`]), else wgpu's own mappable buffers. Fails when the
+    /// device cannot hand out the chunks' mappings (it is lost).
     pub fn new(
         device: &wgpu::Device,
         total: u64,
         chunk_size: u64,
-        weight_cap: u64,
-        region_weight: u64,
+        (weight_cap, region_weight): (u64, u64),
+        import: bool,
     ) -> Result<StagingRing, String> {
         let total = total.max(2 * super::STAGING_ALIGN);
         let count = total.div_ceil(chunk_size).max(2);
         let size = ((total / count) & !4095).max(4096);
+        let ring = |chunks, memory| StagingRing {
+            chunks,
+            size,
+            open: None,
+            opened: 0,
+            weight_cap,
+            region_weight,
+            memory,
+        };
+        let why = match import_chunks(device, count as usize, size, import) {
+            Ok((chunks, cached)) => {
+                return Ok(ring(chunks, StagingMemory::ImportedHost { cached }));
+            }
+            Err(why) => why,
+        };
         let chunks = (0..count as usize)
             .map(|i| {
                 let buffer = device.create_buffer(&wgpu::BufferDescriptor {
@@ -122,6 +185,7 @@ impl StagingRing {
                     buffer,
                     view: None,
                     ptr: None,
+                    imported: false,
                     used: 0,
                     weight: 0,
                     outstanding: 0,
@@ -132,14 +196,18 @@ impl StagingRing {
                 Ok(c)
             })
             .collect::<Result<Vec<_>, String>>()?;
-        Ok(StagingRing {
-            chunks,
-            size,
-            open: None,
-            opened: 0,
-            weight_cap,
-            region_weight,
-        })
+        Ok(ring(chunks, StagingMemory::Wgpu { why }))
+    }
+
+    /// Which memory the chunks got, and why.
+    pub fn memory(&self) -> &StagingMemory {
+        &self.memory
+    }
+
+    /// Whether `chunk` is imported host memory: free again as soon as its
+    /// GPU copy is done ([`Self::mapped`] without a [`Self::remap`]).
+    pub fn persistent(&self, chunk: usize) -> bool {
+        self.chunks[chunk].imported
     }
 
     /// The least weight a slot's user counts per output region, so that a
@@ -310,9 +378,11 @@ impl StagingRing {
             ch.outstanding, 0,
             "a chunk is unmapped only once every reservation in it is written"
         );
-        ch.ptr = None;
-        ch.view = None;
-        ch.buffer.unmap();
+        if !ch.imported {
+            ch.ptr = None;
+            ch.view = None;
+            ch.buffer.unmap();
+        }
         ch.state = ChunkState::InGpu;
         (ch.buffer.clone(), ch.used)
     }
@@ -333,7 +403,11 @@ impl StagingRing {
     /// use.
     pub fn mapped(&mut self, chunk: usize) -> Result<(), String> {
         let ch = &mut self.chunks[chunk];
-        attach(ch)?;
+        if ch.imported {
+            ch.used = 0;
+        } else {
+            attach(ch)?;
+        }
         ch.weight = 0;
         ch.outstanding = 0;
         ch.state = ChunkState::Free;
@@ -352,4 +426,56 @@ fn attach(c: &mut Chunk) -> Result<(), String> {
     c.view = Some(view);
     c.used = 0;
     Ok(())
+}
+
+/// `count` chunks of `size` bytes of imported host memory, and whether
+/// their memory is host-cached; or why not.
+#[cfg(target_os = "linux")]
+fn import_chunks(
+    device: &wgpu::Device,
+    count: usize,
+    size: u64,
+    import: bool,
+) -> Result<(Vec<Chunk>, bool), String> {
+    use super::host_memory;
+    if !import {
+        return Err("importing host memory is off (RuntimeConfig::import_staging_memory)".into());
+    }
+    if !host_memory::enabled(device) {
+        return Err(
+            "the device was not opened with VK_EXT_external_memory_host (not Vulkan, not offered, or the application's device lacks it)"
+                .into(),
+        );
+    }
+    let mut cached = true;
+    let chunks = (0..count)
+        .map(|i| {
+            let c = host_memory::import(device, size, &format!("gpustream staging chunk {i}"))?;
+            cached &= c.cached;
+            Ok(Chunk {
+                buffer: c.buffer,
+                view: None,
+                ptr: Some(c.ptr),
+                imported: true,
+                used: 0,
+                weight: 0,
+                outstanding: 0,
+                state: ChunkState::Free,
+                opened: 0,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| format!("importing host memory failed: {e}"))?;
+    Ok((chunks, cached))
+}
+
+/// Only Linux builds Vulkan's host-memory import here.
+#[cfg(not(target_os = "linux"))]
+fn import_chunks(
+    _device: &wgpu::Device,
+    _count: usize,
+    _size: u64,
+    _import: bool,
+) -> Result<(Vec<Chunk>, bool), String> {
+    Err("importing host memory is built on Linux only".into())
 }

@@ -335,6 +335,7 @@ pub fn run(args: Args) -> CliResult {
     let mut io_backend = String::new();
     let mut bypassed = false;
     let mut lz4_decoder = None;
+    let mut staging_memory = None;
     let mut gdeflate_decoder = None;
     // wgpu's GL backend gives up on its context lock after a second and
     // panics the runtime's poll thread ("Could not lock adapter context")
@@ -404,6 +405,7 @@ pub fn run(args: Args) -> CliResult {
             io_backend = info.io_backend;
             bypassed = info.direct;
             lz4_decoder = info.lz4.map(|p| p.name().to_string()).or(lz4_decoder);
+            staging_memory = info.staging_memory.or(staging_memory);
             if case == "gpu-gdeflate" {
                 // Which decoder the runtime chose, and why.
                 gdeflate_decoder = plan
@@ -452,6 +454,7 @@ pub fn run(args: Args) -> CliResult {
         io_backend,
         page_cache_bypassed: bypassed,
         lz4_decoder,
+        staging_memory,
         gdeflate_decoder,
         verify: plan.verify,
         pack: src.display().to_string(),
@@ -510,6 +513,8 @@ struct RunInfo {
     direct: bool,
     /// The GPU LZ4 decoder the runtime ran, if any.
     lz4: Option<Lz4DecodePath>,
+    /// Which memory its staging chunks got, and why.
+    staging_memory: Option<String>,
 }
 
 /// The capacity of bench's queue, in requests (DirectStorage's largest).
@@ -738,6 +743,7 @@ fn measure<'a>(
         io_backend: rt.io_backend(),
         direct: pf.is_direct(),
         lz4: rt.lz4_decode_path(),
+        staging_memory: rt.staging_memory().map(|m| m.to_string()),
     };
     if !alternate {
         // Sustained passes overlap one another, and the `write_buffer` loop

@@ -96,6 +96,9 @@ pub struct BenchReport {
     /// The GPU GDeflate decoder the gpu-gdeflate case ran, and whether the
     /// driver offers its own (`None`: no such case ran on a GPU).
     pub gdeflate_decoder: Option<String>,
+    /// Which memory the runtime's staging chunks got, and why (`None`: no
+    /// case ran on a GPU).
+    pub staging_memory: Option<String>,
     /// Whether checksums were checked (off with `--no-verify`).
     pub verify: bool,
     /// The pack streamed.
@@ -131,6 +134,9 @@ pub(super) fn print(r: &BenchReport) {
     );
     if let Some(d) = &r.lz4_decoder {
         println!("GPU LZ4 decoder: {d}");
+    }
+    if let Some(m) = &r.staging_memory {
+        println!("staging memory: {m}");
     }
     if let Some(d) = &r.gdeflate_decoder {
         println!("GPU GDeflate decoder: {d}");
@@ -211,8 +217,14 @@ pub(super) fn print(r: &BenchReport) {
     println!("where the time goes (per pass, summed over threads/chunks in flight):");
     for row in &r.rows {
         println!(
-            "  {:<9} {:>4} MiB  read {:.3}s  CPU decode {:.3}s  GPU submissions {:.3}s",
-            row.case, row.staging_mib, row.stage_read_s, row.stage_cpu_decode_s, row.stage_gpu_s
+            "  {:<9} {:>4} MiB  read {:.3}s  CPU decode {:.3}s ({:.0} compressed blocks, {:.1} MiB)  GPU submissions {:.3}s",
+            row.case,
+            row.staging_mib,
+            row.stage_read_s,
+            row.stage_cpu_decode_s,
+            row.cpu_decoded_blocks_per_pass,
+            row.cpu_decoded_bytes_per_pass / (1 << 20) as f64,
+            row.stage_gpu_s
         );
     }
 }

@@ -32,6 +32,7 @@ pub(crate) mod errno {
     pub(crate) const EAGAIN: i32 = libc::EAGAIN;
     pub(crate) const EINVAL: i32 = libc::EINVAL;
     pub(crate) const EIO: i32 = libc::EIO;
+    pub(crate) const EFAULT: i32 = libc::EFAULT;
 }
 
 /// The OS error codes the worker and the fault injector speak, as
@@ -50,6 +51,8 @@ pub(crate) mod errno {
     /// ERROR_IO_DEVICE: the request could not be performed because of an
     /// I/O device error.
     pub(crate) const EIO: i32 = 1117;
+    /// ERROR_NOACCESS: invalid access to a memory location.
+    pub(crate) const EFAULT: i32 = 998;
 }
 
 /// One positioned read of up to `len` bytes at `offset` of `file` into
@@ -121,6 +124,9 @@ pub(crate) struct RawRead {
     pub mapped: *const u8,
     /// The worker's slot for this read, echoed in the completion.
     pub tag: u64,
+    /// `dest` is the engine's own bounce buffer, not the caller's memory
+    /// (the fault injector refuses only the caller's).
+    pub bounced: bool,
     /// A stable identity of this attempt (request, position, retry number)
     /// that the fault injector hashes, so its choices do not depend on
     /// thread timing.
@@ -179,6 +185,7 @@ pub(crate) struct Counters {
     pub fixed_file_reads: std::sync::atomic::AtomicU64,
     pub mapped_reads: std::sync::atomic::AtomicU64,
     pub enters: std::sync::atomic::AtomicU64,
+    pub bounced_reads: std::sync::atomic::AtomicU64,
 }
 
 /// Whether io_uring can be used in this process (kernel support, seccomp,

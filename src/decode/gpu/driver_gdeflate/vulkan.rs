@@ -170,24 +170,40 @@ pub enum DeviceOpenError {
     },
 }
 
-/// Opens a device on `adapter` as `adapter.request_device(desc)` would, and
-/// where the driver offers a GDeflate decoder ([`offered_extension`]) with
-/// that extension, its `memoryDecompression` feature and buffer device
-/// addresses enabled, so that the runtime can decode GDeflate pages with
-/// it. Elsewhere it is exactly `request_device`.
+/// Opens a device on `adapter` as `adapter.request_device(desc)` would,
+/// with the Vulkan extensions the runtime uses where the driver offers
+/// them:
+///
+/// - a GDeflate decoder ([`offered_extension`]), with its
+///   `memoryDecompression` feature and buffer device addresses, so that
+///   the runtime can decode GDeflate pages with it;
+/// - `VK_EXT_external_memory_host`, so that the runtime's staging chunks
+///   can be host memory it imports (`RuntimeConfig::import_staging_memory`).
+///
+/// Elsewhere it is exactly `request_device`.
 pub fn request_device(
     adapter: &wgpu::Adapter,
     desc: &wgpu::DeviceDescriptor<'_>,
 ) -> Result<(wgpu::Device, wgpu::Queue), DeviceOpenError> {
-    let Some(ext) = offered_extension(adapter) else {
-        return Ok(pollster::block_on(adapter.request_device(desc))?);
+    let ext = offered_extension(adapter);
+    let plain = || -> Result<(wgpu::Device, wgpu::Queue), DeviceOpenError> {
+        Ok(pollster::block_on(adapter.request_device(desc))?)
     };
+    if adapter.get_info().backend != wgpu::Backend::Vulkan {
+        return plain();
+    }
     // SAFETY: a view of the adapter's Vulkan handle, used only to open a
     // device on it below; the guard is dropped before this returns.
     let Some(hal) = (unsafe { adapter.as_hal::<Vulkan>() }) else {
-        return Ok(pollster::block_on(adapter.request_device(desc))?);
+        return plain();
     };
     let caps = hal.physical_device_capabilities();
+    let host_memory = crate::staging::HOST_MEMORY_EXTENSION;
+    let host = caps.supports_extension(host_memory);
+    if ext.is_none() && !host {
+        drop(hal);
+        return plain();
+    }
     let bda_listed = caps.supports_extension(BUFFER_DEVICE_ADDRESS);
     let mut decompression =
         vk::PhysicalDeviceMemoryDecompressionFeaturesNV::default().memory_decompression(true);
@@ -197,6 +213,12 @@ pub fn request_device(
     let (decompression, addresses, maintenance5) =
         (&mut decompression, &mut addresses, &mut maintenance5);
     let callback: Box<wgpu::hal::vulkan::CreateDeviceCallback<'_>> = Box::new(move |args| {
+        if host && !args.extensions.contains(&host_memory) {
+            args.extensions.push(host_memory);
+        }
+        let Some(ext) = ext else {
+            return;
+        };
         args.extensions.push(cname(ext));
         // wgpu enables buffer device addresses itself only for ray tracing;
         // a second feature structure for them would be invalid.
@@ -214,7 +236,8 @@ pub fn request_device(
         }
     });
     // SAFETY: the callback only adds extensions the adapter lists
-    // (`offered_extension` checked them) and features they provide, and
+    // (`offered_extension` and `supports_extension` checked them) and
+    // features they provide, and
     // removes nothing; the features and limits asked of wgpu are `desc`'s,
     // which `create_device_from_hal` checks against the adapter as
     // `request_device` would.
@@ -227,7 +250,7 @@ pub fn request_device(
         )
     }
     .map_err(|e| DeviceOpenError::Vulkan {
-        extension: ext.name(),
+        extension: ext.map_or("VK_EXT_external_memory_host", |e| e.name()),
         error: e.to_string(),
     })?;
     drop(hal);
