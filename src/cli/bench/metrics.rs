@@ -50,6 +50,84 @@ pub(super) fn submit_thread_cpu() -> Option<Duration> {
     ns.map(Duration::from_nanos)
 }
 
+/// One thread's name (numbers dropped: its group) and its schedstat run
+/// and run-queue wait times, nanoseconds.
+type ThreadTimes = std::collections::HashMap<String, (String, u64, u64)>;
+
+/// Every thread of the process, by task id: its group and its schedstat
+/// times. Empty where procfs is not found.
+pub(super) fn thread_times() -> ThreadTimes {
+    let mut out = ThreadTimes::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        // "gpustream-pread-3" and "gpustream-decod" (Linux keeps 15 bytes)
+        // group by name without the number.
+        let group = comm
+            .trim_end()
+            .trim_end_matches(|c: char| c.is_ascii_digit() || c == '-')
+            .to_string();
+        let stat = std::fs::read_to_string(dir.join("schedstat")).unwrap_or_default();
+        let mut f = stat
+            .split_whitespace()
+            .map(|v| v.parse::<u64>().unwrap_or(0));
+        let (run, wait) = (f.next().unwrap_or(0), f.next().unwrap_or(0));
+        out.insert(
+            task.file_name().to_string_lossy().into_owned(),
+            (group, run, wait),
+        );
+    }
+    out
+}
+
+/// The runtime's threads of one kind over the timed passes.
+#[derive(Serialize, Debug, Clone)]
+pub struct ThreadGroup {
+    /// The threads' name without its number (Linux keeps 15 bytes).
+    pub name: String,
+    /// How many were alive at the end of the passes.
+    pub threads: usize,
+    /// CPU seconds they ran, per GB delivered.
+    pub cpu_s_per_gb: f64,
+    /// Seconds they waited runnable for a CPU (run-queue wait), per GB
+    /// delivered: the cost of more threads than cores.
+    pub wait_s_per_gb: f64,
+}
+
+/// The runtime's thread groups (names starting `gpustream-`) from
+/// `before` to `after`, per GB of `bytes` delivered. A thread started in
+/// between counts from zero; one that ended is left out.
+pub(super) fn thread_groups(
+    before: &ThreadTimes,
+    after: &ThreadTimes,
+    bytes: f64,
+) -> Vec<ThreadGroup> {
+    let gb = (bytes / 1e9).max(1e-12);
+    let mut groups: std::collections::BTreeMap<String, (usize, u64, u64)> = Default::default();
+    for (tid, (group, run, wait)) in after {
+        if !group.starts_with("gpustream-") {
+            continue;
+        }
+        let (r0, w0) = before.get(tid).map_or((0, 0), |b| (b.1, b.2));
+        let g = groups.entry(group.clone()).or_default();
+        g.0 += 1;
+        g.1 += run.saturating_sub(r0);
+        g.2 += wait.saturating_sub(w0);
+    }
+    groups
+        .into_iter()
+        .map(|(name, (threads, run, wait))| ThreadGroup {
+            name,
+            threads,
+            cpu_s_per_gb: run as f64 / 1e9 / gb,
+            wait_s_per_gb: wait as f64 / 1e9 / gb,
+        })
+        .collect()
+}
+
 /// The median of `times` in seconds (at least a nanosecond, so rates stay
 /// finite).
 pub(super) fn median(times: &mut [Duration]) -> f64 {

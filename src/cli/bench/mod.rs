@@ -631,6 +631,7 @@ fn measure<'a>(
     let busy0 = rt.submit_thread_busy();
     let wgpu0 = rt.wgpu_submit_time();
     let busy_cpu0 = metrics::submit_thread_cpu();
+    let threads0 = metrics::thread_times();
     let cpu0 = metrics::cpu_seconds();
     if plan.sustained {
         // Pass `p` writes set `p % sets.len()`. Before waiting on pass `i`,
@@ -681,6 +682,11 @@ fn measure<'a>(
     let busy_cpu = metrics::submit_thread_cpu()
         .zip(busy_cpu0)
         .map(|(b, a)| b.saturating_sub(a));
+    let threads = metrics::thread_groups(
+        &threads0,
+        &metrics::thread_times(),
+        delivered as f64 * iters as f64,
+    );
     let st = q.stats();
     let d = metrics::diff(&st, &warm);
     let noop_decode_not_run = noop_failures(plan, case, &q.error_record(), &d)?;
@@ -725,6 +731,7 @@ fn measure<'a>(
         copies_per_byte: host.copies_per_byte,
         cpu_decoded_blocks_per_pass: per_iter(d.blocks_cpu_decompressed),
         cpu_decoded_bytes_per_pass: per_iter(d.bytes_cpu_decompressed),
+        threads,
         baseline_gbps: 0.0,
         baseline_cpu_s_per_gb: 0.0,
         baseline: String::new(),

@@ -42,6 +42,9 @@ pub struct BenchRow {
     pub cpu_decoded_blocks_per_pass: f64,
     /// Their decoded bytes, per pass.
     pub cpu_decoded_bytes_per_pass: f64,
+    /// The runtime's threads by kind over the timed passes: how many, and
+    /// their CPU and run-queue wait seconds per GB delivered.
+    pub threads: Vec<super::metrics::ThreadGroup>,
     /// The baseline measured in the same run, GB/s.
     pub baseline_gbps: f64,
     /// Process CPU seconds per GB of the baseline.
@@ -226,6 +229,28 @@ pub(super) fn print(r: &BenchReport) {
             row.cpu_decoded_bytes_per_pass / (1 << 20) as f64,
             row.stage_gpu_s
         );
+        let groups: Vec<String> = row
+            .threads
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} x{} {:.3} (wait {:.3})",
+                    g.name.trim_start_matches("gpustream-"),
+                    g.threads,
+                    g.cpu_s_per_gb,
+                    g.wait_s_per_gb
+                )
+            })
+            .collect();
+        if !groups.is_empty() {
+            let n: usize = row.threads.iter().map(|g| g.threads).sum();
+            println!(
+                "  {:<9} {:>4} MiB  {n} runtime threads, CPU s/GB (run-queue wait s/GB): {}",
+                row.case,
+                row.staging_mib,
+                groups.join(", ")
+            );
+        }
     }
 }
 
