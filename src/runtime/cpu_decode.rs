@@ -19,59 +19,90 @@ use crate::staging::SlotWriter;
 
 type Task = Box<dyn FnOnce() + Send + 'static>;
 
-/// A fixed pool of decode threads fed through one channel.
+/// A pool of decode threads fed through one channel, started as work
+/// arrives: a runtime whose every part decodes on the GPU (or that has no
+/// CPU work yet) holds no decode thread, so its threads stay within the
+/// cores the reads need.
 pub(crate) struct Pool {
     tx: Option<Sender<Task>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    rx: Receiver<Task>,
+    threads: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// The most threads it starts.
+    max: usize,
     /// Tasks sent and not yet taken by a thread.
     waiting: Arc<AtomicUsize>,
+    before_wait: fn(),
 }
 
 impl Pool {
-    /// Starts `n` threads. Each calls `before_wait` whenever it finds no task
-    /// waiting, before it blocks, and once more before it ends: where a
-    /// thread that holds results back (see `Pool::waiting`) hands them on.
+    /// A pool of up to `n` threads, none started yet. Each calls
+    /// `before_wait` whenever it finds no task waiting, before it blocks,
+    /// and once more before it ends: where a thread that holds results back
+    /// (see `Pool::waiting`) hands them on.
     pub(crate) fn new(n: usize, before_wait: fn()) -> std::io::Result<Pool> {
         let (tx, rx): (Sender<Task>, Receiver<Task>) = crossbeam::channel::unbounded();
-        let waiting = Arc::new(AtomicUsize::new(0));
-        let threads = (0..n.max(1))
-            .map(|i| {
-                let rx = rx.clone();
-                let waiting = waiting.clone();
-                std::thread::Builder::new()
-                    .name(format!("gpustream-decode-{i}"))
-                    .spawn(move || {
-                        loop {
-                            let task = match rx.try_recv() {
-                                Ok(t) => t,
-                                Err(TryRecvError::Disconnected) => break,
-                                Err(TryRecvError::Empty) => {
-                                    before_wait();
-                                    match rx.recv() {
-                                        Ok(t) => t,
-                                        Err(_) => break,
-                                    }
-                                }
-                            };
-                            waiting.fetch_sub(1, Ordering::Relaxed);
-                            task();
-                        }
-                        before_wait();
-                    })
-            })
-            .collect::<std::io::Result<_>>()?;
         Ok(Pool {
             tx: Some(tx),
-            threads,
-            waiting,
+            rx,
+            threads: std::sync::Mutex::new(Vec::new()),
+            max: n.max(1),
+            waiting: Arc::new(AtomicUsize::new(0)),
+            before_wait,
         })
     }
 
+    fn start_thread(&self, i: usize) -> std::io::Result<std::thread::JoinHandle<()>> {
+        let rx = self.rx.clone();
+        let waiting = self.waiting.clone();
+        let before_wait = self.before_wait;
+        std::thread::Builder::new()
+            .name(format!("gpustream-decode-{i}"))
+            .spawn(move || {
+                loop {
+                    let task = match rx.try_recv() {
+                        Ok(t) => t,
+                        Err(TryRecvError::Disconnected) => break,
+                        Err(TryRecvError::Empty) => {
+                            before_wait();
+                            match rx.recv() {
+                                Ok(t) => t,
+                                Err(_) => break,
+                            }
+                        }
+                    };
+                    waiting.fetch_sub(1, Ordering::Relaxed);
+                    task();
+                }
+                before_wait();
+            })
+    }
+
+    /// Queues `f`; starts one more thread while fewer than the most run.
+    /// Where not even the first thread can be started, `f` runs here, so
+    /// no task waits for a thread that never comes.
     pub(crate) fn spawn(&self, f: impl FnOnce() + Send + 'static) {
-        if let Some(tx) = &self.tx {
-            self.waiting.fetch_add(1, Ordering::Relaxed);
-            let _ = tx.send(Box::new(f));
+        let Some(tx) = &self.tx else {
+            return;
+        };
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        if threads.len() < self.max {
+            match self.start_thread(threads.len()) {
+                Ok(t) => threads.push(t),
+                Err(_) if threads.is_empty() => {
+                    drop(threads);
+                    f();
+                    // What the task held back goes now, as a thread's
+                    // would before it waits.
+                    (self.before_wait)();
+                    return;
+                }
+                // A thread short: the ones running take the task.
+                Err(_) => {}
+            }
         }
+        drop(threads);
+        self.waiting.fetch_add(1, Ordering::Relaxed);
+        let _ = tx.send(Box::new(f));
     }
 
     /// The count of tasks sent and not yet taken, for a task to read: a
@@ -86,7 +117,8 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         self.tx.take();
-        for t in self.threads.drain(..) {
+        let threads = std::mem::take(self.threads.get_mut().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
             let _ = t.join();
         }
     }
