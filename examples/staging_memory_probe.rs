@@ -15,6 +15,12 @@
 //! That reconstruction is what it reports; re-check it when wgpu-hal or
 //! gpu-allocator is upgraded.
 //!
+//! Then it says which memory the runtime's staging actually got (imported
+//! host memory where the device takes `VK_EXT_external_memory_host`), and
+//! times the CPU's copies into and out of a mapped `MAP_WRITE` buffer and
+//! ordinary host memory: on a GPU with a large BAR, reading the first back
+//! is what made decoding into staging slow.
+//!
 //! Run: `WGPU_BACKEND=vulkan cargo run --release --example staging_memory_probe -- [MiB,MiB,...] [--json FILE]`
 //! (default sizes 64,256,1024). Vulkan only: other backends print why not.
 
@@ -158,8 +164,80 @@ fn main() {
             "staging": rows,
         })
     };
+    let mut report = report;
+    let rates = copy_rates(&ctx, sizes.iter().copied().max().unwrap_or(256).min(256));
+    report["copy_rates"] = rates;
     if let Some(path) = json_path {
         std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap())
             .unwrap_or_else(|e| panic!("write {path}: {e}"));
     }
+}
+
+/// What the runtime's staging got on this device, and the CPU's copy rates
+/// into and out of the two kinds of staging: a wgpu `MAP_WRITE` buffer
+/// mapped at creation (BAR memory on a GPU with a large BAR, where reads
+/// are uncached) and ordinary host memory (what imported host memory is).
+fn copy_rates(ctx: &gpustream::gpu::GpuContext, mib: u64) -> serde_json::Value {
+    use std::time::Instant;
+    let len = (mib << 20) as usize;
+    let src = vec![0x5au8; len];
+    let mut back = vec![0u8; len];
+    let gbps = |f: &mut dyn FnMut()| {
+        f(); // first touch: page faults, not the copy
+        let t = Instant::now();
+        for _ in 0..3 {
+            f();
+        }
+        3.0 * len as f64 / t.elapsed().as_secs_f64() / 1e9
+    };
+    let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("staging probe copy"),
+        size: len as u64,
+        usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+        mapped_at_creation: true,
+    });
+    let (into_wgpu, out_of_wgpu) = match buffer.slice(..).get_mapped_range_mut() {
+        Ok(mut view) => {
+            // wgpu 30 hands out mapped memory write-only; the read-back rate
+            // is what a decoder reading its own output from staging paid.
+            let ptr = view.slice(..).as_raw_element_ptr();
+            let into = gbps(&mut || view.copy_from_slice(&src));
+            // SAFETY: `len` bytes of a live mapping, written above, read
+            // while nothing writes them.
+            let out = gbps(&mut || unsafe {
+                std::ptr::copy_nonoverlapping(ptr.as_ptr().cast_const(), back.as_mut_ptr(), len)
+            });
+            (into, out)
+        }
+        Err(e) => {
+            eprintln!("mapping the probe buffer failed: {e}");
+            (0.0, 0.0)
+        }
+    };
+    drop(buffer);
+    let mut host = vec![0u8; len];
+    let into_host = gbps(&mut || host.copy_from_slice(&src));
+    let out_of_host = gbps(&mut || back.copy_from_slice(&host));
+    let config = gpustream::runtime::RuntimeConfig {
+        staging_size: 64 << 20,
+        ..Default::default()
+    };
+    let staging = match gpustream::runtime::Runtime::new(&ctx.device, &ctx.queue, config) {
+        Ok(rt) => rt
+            .staging_memory()
+            .map_or_else(|| "none".to_string(), ToString::to_string),
+        Err(e) => format!("no runtime: {e}"),
+    };
+    println!("runtime staging: {staging}");
+    println!(
+        "memcpy {mib} MiB: into a wgpu MAP_WRITE buffer {into_wgpu:.2} GB/s, out of it {out_of_wgpu:.2} GB/s; into host memory {into_host:.2} GB/s, out of it {out_of_host:.2} GB/s"
+    );
+    serde_json::json!({
+        "runtime_staging": staging,
+        "mib": mib,
+        "into_wgpu_map_write_gbps": into_wgpu,
+        "out_of_wgpu_map_write_gbps": out_of_wgpu,
+        "into_host_gbps": into_host,
+        "out_of_host_gbps": out_of_host,
+    })
 }

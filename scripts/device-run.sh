@@ -11,7 +11,9 @@
 # It needs no cargo there. It runs, each step under its own time limit so the
 # whole run ends within 9.5 minutes, and writes everything as JSON under $OUT
 # (default target/device-out):
-#   1. staging-memory.json   which Vulkan memory type staging buffers land in
+#   1. staging-memory.json   which Vulkan memory type wgpu's mappable buffers
+#                            land in, which memory the runtime's staging got,
+#                            and memcpy rates into and out of each
 #                            (examples/staging_memory_probe.rs)
 #   2. gpu_lz4.json          the decoder bench, every variant, 1k, 4k and 16k
 #                            blocks of the demo pack, its BC7 tiles, mixed
@@ -29,6 +31,12 @@
 #   3c. bench-sustained.json gpu-lz4 end to end at the largest staging size
 #                            with the queue kept full (--sustained), as a
 #                            streaming application keeps it
+#   3d. bench-direct.json    the default bench: gpu-lz4, cpu-lz4 and none
+#                            with O_DIRECT reads from the disk (fio.json
+#                            beside it: the disk's own rate for the pack)
+#   3e. bench-batch-N.json   gpu-lz4 --buffered at 256 MiB staging with GPU
+#                            batches of 8 and 128 MiB (32, the default, is
+#                            in bench-verify), for the batch-size choice
 #   5. vulkan-decompression.txt  whether the driver offers its own GDeflate
 #                            decoder (VK_EXT/VK_NV_memory_decompression in
 #                            vulkaninfo and in `gpustream adapters`) and
@@ -142,7 +150,7 @@ if [ "$quick" = 1 ]; then
     probe_sizes=64,256
     gd_args=(--batch 16 --runs 1 --quick)
     gd_bench_args=(--staging 64 --demo-mib 8 --iters 1)
-    limits=(60 240 120 120 120 60 60 60 300 300 300)
+    limits=(60 240 120 120 120 60 60 60 300 300 300 120 120)
 else
     # Every variant (eight with subgroups: v2 with word stores, with
     # 16-byte stores and two blocks per workgroup, each on the subgroup and
@@ -151,7 +159,7 @@ else
     # and three timed runs each. On an H100 with a 1.5 GiB demo corpus and
     # a 1k batch besides, the step ran past 170 s before its last corpus;
     # a 512 MiB corpus still fills 16k blocks of 64 KiB (1 GiB out).
-    lz4_args=(--batches 4096,16384 --runs 3 --demo-size 512MiB)
+    lz4_args=(--batches 16384 --runs 3 --demo-size 512MiB)
     # LZ4 HC and BCn-conditioned BC7 blocks beside plain ones, and the pass
     # that puts conditioned blocks back in order, at the largest batch.
     hc_args=(--batches 16384 --runs 3 --demo-size 512MiB)
@@ -164,12 +172,13 @@ else
     # to end, the HC and conditioned decoder corpora, the GDeflate decoders
     # alone, GDeflate end to end with the default (WGSL) decoder, and GPU
     # GDeflate end to end with the driver's (run only where the driver has
-    # one). Sum 585 s, inside one 600 s device call; the first bench step
+    # one), the default bench with O_DIRECT and the batch-size pair. Sum
+    # 590 s, inside one 600 s device call; the first bench step
     # builds the 512 MiB demo pack and its variants (with a 1 GiB pack and
     # three staging sizes it ran past 125 s on an H100 host).
     gd_args=(--batch 1024,4096,16384 --runs 3)
     gd_bench_args=(--staging 256 --demo-mib 64 --iters 3)
-    limits=(30 170 125 55 25 30 30 40 30 30 20)
+    limits=(30 100 120 50 25 30 30 40 30 30 20 45 40)
 fi
 
 json_str() {
@@ -227,6 +236,23 @@ fi
 step bench-sustained "${limits[6]}" "$bin/gpustream" bench --buffered --cases gpu-lz4 \
     --staging "$largest" --demo-mib "${bench_args[3]}" --sustained --iters 3 \
     --json "$OUT/bench-sustained.json"
+# The default bench: O_DIRECT from the disk, which the kernel cannot do
+# into write-combined BAR memory (the reads would fail with EFAULT and go
+# through a bounce buffer, counted), beside fio reading the same pack.
+step bench-direct "${limits[11]}" "$bin/gpustream" bench --cases gpu-lz4,cpu-lz4,none \
+    --staging 256 --demo-mib "${bench_args[3]}" --iters 2 --json "$OUT/bench-direct.json"
+if command -v fio >/dev/null; then
+    pack=$(ls -S target/gpustream-demo-*MiB.gspk 2>/dev/null | head -1)
+    [ -n "$pack" ] && timeout 30 fio --name=pack --filename="$pack" --rw=read --bs=1M --direct=1 \
+        --ioengine=io_uring --iodepth=32 --readonly --output-format=json >"$OUT/fio.json" 2>&1
+fi
+# The GPU batch size (a few tens of MiB by default): smaller batches
+# overlap reads with decoding sooner, larger ones fill the GPU more.
+for b in 8 128; do
+    step "bench-batch-$b" "$((${limits[12]} / 2))" "$bin/gpustream" bench --buffered --cases gpu-lz4 \
+        --staging 256 --demo-mib "${bench_args[3]}" --iters 2 --batch-mib "$b" \
+        --json "$OUT/bench-batch-$b.json"
+done
 # The driver's own GDeflate decoder, if it has one (NVIDIA's drivers
 # offer VK_NV/VK_EXT_memory_decompression), and the decoder the runtime
 # picks; then both decoders alone and end to end.
@@ -280,7 +306,7 @@ for log in gpu_lz4 gpu_lz4-hc; do
 done
 echo
 echo "## end to end (gpustream bench), checksums on / off, fastest decoder, sustained"
-for f in bench-verify bench-noverify bench-best bench-sustained; do
+for f in bench-verify bench-noverify bench-best bench-sustained bench-direct bench-batch-8 bench-batch-128; do
     [ -f "$OUT/$f.log" ] || continue
     echo "### $f"
     grep -A5 '^case ' "$OUT/$f.log" | grep -v '^where' || tail -n 5 "$OUT/$f.log"

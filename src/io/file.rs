@@ -123,7 +123,26 @@ pub struct PhysKey(pub u64, pub u64);
 impl IoFile {
     /// Opens `path` for reading (see [`crate::io::IoEngine::open`]).
     pub fn open(path: &Path, mode: OpenMode) -> Result<IoFile, IoError> {
-        let o = open_os(path, mode)?;
+        Self::open_named(path, path, mode)
+    }
+
+    /// Opens `open` for reading, naming `shown` in errors and reports: for
+    /// a file reached through a descriptor the caller holds
+    /// (`/proc/self/fd/N`), so that the file read is the very file the
+    /// caller checked, whatever was renamed or swapped in at its path since.
+    pub fn open_named(open: &Path, shown: &Path, mode: OpenMode) -> Result<IoFile, IoError> {
+        let rename = |e: IoError| match e {
+            IoError::Open { source, .. } => IoError::Open {
+                path: shown.to_path_buf(),
+                source,
+            },
+            IoError::NotAFile { .. } => IoError::NotAFile {
+                path: shown.to_path_buf(),
+            },
+            other => other,
+        };
+        let o = open_os(open, mode).map_err(rename)?;
+        let path = shown;
         let id = NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed);
         Ok(IoFile {
             inner: Arc::new(FileInner {
@@ -402,7 +421,11 @@ fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
             "path contains a NUL byte",
         ))
     })?;
-    let base = libc::O_RDONLY | libc::O_CLOEXEC;
+    // Non-blocking: opening a FIFO for reading would otherwise wait for a
+    // writer forever. The flag is cleared once the descriptor is known to
+    // be a regular file (io_uring would answer EAGAIN to buffered reads on
+    // a non-blocking descriptor instead of waiting for the page cache).
+    let base = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NONBLOCK;
     let want_direct = mode != OpenMode::Buffered;
     let mut direct = false;
     let mut fd: RawFd = -1;
@@ -432,6 +455,14 @@ fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
         return Err(IoError::NotAFile {
             path: path.to_path_buf(),
         });
+    }
+    // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL take no pointers.
+    let cleared = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) == 0
+    };
+    if !cleared {
+        return Err(open_err(std::io::Error::last_os_error()));
     }
     use std::os::unix::fs::MetadataExt;
     let device = super::device::resolve(meta.dev());

@@ -53,6 +53,7 @@ pub use buf::{AlignedBuf, DEFAULT_BUF_ALIGN};
 #[cfg(feature = "tools")]
 pub use device::DeviceId;
 pub use error::IoError;
+pub(crate) use stream_copy::copy_streaming;
 crate::tools_pub!(
     use fault::FaultConfig;
 );
@@ -402,6 +403,13 @@ impl IoEngine {
     /// `F_NOCACHE` instead; Windows reads buffered (with that notice).
     pub fn open(&self, path: impl AsRef<Path>, mode: OpenMode) -> Result<IoFile, IoError> {
         IoFile::open(path.as_ref(), mode)
+    }
+
+    /// Opens `open` as [`Self::open`] does, naming `shown` in errors and
+    /// reports ([`IoFile::open_named`]): for a file reopened through a
+    /// descriptor already checked (`/proc/self/fd/N`).
+    pub fn open_named(&self, open: &Path, shown: &Path, mode: OpenMode) -> Result<IoFile, IoError> {
+        IoFile::open_named(open, shown, mode)
     }
 
     fn make_backend(&self) -> Box<dyn Backend> {

@@ -22,6 +22,7 @@ pub mod format;
 pub mod import;
 #[cfg(feature = "tools")]
 pub mod ktx2;
+mod member_file;
 mod reader;
 pub mod sub_blocks;
 mod texture;

@@ -58,9 +58,10 @@ thread_local! {
 
 mod toc;
 
-/// An opened pack: its validated table of contents. `Pack` holds no open
-/// file; the I/O layer opens the file its own way (O_DIRECT), and the helper
-/// readers here take a `&File`.
+/// An opened pack: its validated table of contents, and the descriptors of
+/// the files it checked (the head and any members; see `member_file.rs`).
+/// The I/O layer reopens those descriptors its own way (O_DIRECT), and the
+/// helper readers here read through clones of them.
 #[derive(Debug, Clone)]
 pub struct Pack {
     path: PathBuf,
@@ -81,6 +82,9 @@ pub struct Pack {
     members: Vec<Member>,
     /// A striped pack's stripe unit and pack id.
     stripe: Option<(u64, u64)>,
+    /// The files checked when the pack was opened, one per member; empty
+    /// for a pack parsed from memory or from a remote reader.
+    files: Vec<std::sync::Arc<File>>,
 }
 
 /// A pack's files, opened for [`Pack`]'s helper readers: the pack itself,
@@ -122,11 +126,9 @@ impl Pack {
     /// the data region: block checksums are checked as blocks are read).
     pub fn open(path: impl AsRef<Path>) -> Result<Pack, PackError> {
         let path = path.as_ref();
-        let file = File::open(path).map_err(|e| PackError::io("open", path, 0, 0, e))?;
-        let file_len = file
-            .metadata()
-            .map_err(|e| PackError::io("stat", path, 0, 0, e))?
-            .len();
+        // A FIFO or a device is refused before any read (`member_file.rs`).
+        let (file, file_len) = super::member_file::open_regular(path, true)
+            .map_err(|e| PackError::io("open", path, 0, 0, e))?;
         if file_len < HEADER_LEN as u64 {
             return Err(corrupt(
                 path,
@@ -145,9 +147,12 @@ impl Pack {
             })?;
             Ok(toc)
         })?;
+        let mut pack = pack;
+        let mut files = vec![std::sync::Arc::new(file)];
         for k in 1..pack.members.len() {
-            pack.check_member(k)?;
+            files.push(std::sync::Arc::new(pack.check_member(k)?));
         }
+        pack.files = files;
         Ok(pack)
     }
 
@@ -165,10 +170,17 @@ impl Pack {
         Pack::parse(path, file_len, header, read)
     }
 
-    /// Checks that member `k`'s file is there and is the member the head
-    /// names: its header's index, count and pack id, and a length that
-    /// holds exactly the data region the head declares.
-    fn check_member(&self, k: usize) -> Result<(), PackError> {
+    /// Opens member `k`'s file and checks that it is the member the head
+    /// names (`member_file.rs`): a regular file, not reached through a
+    /// symlink, exactly as long as the data region the head declares, whose
+    /// header carries this pack's id, the member's index and count, and
+    /// that length. Returns the descriptor checked.
+    ///
+    /// The head is untrusted, so the error says only that the path was not
+    /// found or is not this member: never the file's type, its length or
+    /// its header's fields, which would tell a hostile head about files it
+    /// has no business reading.
+    fn check_member(&self, k: usize) -> Result<File, PackError> {
         let m = &self.members[k];
         let fail = |reason: String| PackError::Member {
             pack: self.path.clone(),
@@ -176,29 +188,50 @@ impl Pack {
             member: m.path.clone(),
             reason,
         };
-        let file = File::open(&m.path).map_err(|e| fail(format!("cannot open: {e}")))?;
-        let len = file
-            .metadata()
-            .map_err(|e| fail(format!("cannot stat: {e}")))?
-            .len();
+        let count = self.members.len();
+        let not_member = || {
+            fail(format!(
+                "is not member {k} of {count} of this pack: a member is a regular file (not a symlink) of {} bytes starting with this pack's member header",
+                m.data_offset + m.data_len
+            ))
+        };
+        let (file, len) = match super::member_file::open_regular(&m.path, false) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(fail("not found".into()))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(fail("permission denied".into()))
+            }
+            Err(_) => return Err(not_member()),
+        };
+        if len != m.data_offset + m.data_len {
+            return Err(not_member());
+        }
         let mut b = [0u8; MEMBER_HEADER_LEN];
-        file.read_exact_at(&mut b, 0)
-            .map_err(|e| fail(format!("cannot read its header ({len} bytes): {e}")))?;
-        let h = MemberHeader::decode(&b).map_err(fail)?;
-        let (count, id) = (self.members.len(), self.stripe.map_or(0, |s| s.1));
-        if h.index as usize != k || h.count as usize != count || h.pack_id != id {
-            return Err(fail(format!(
-                "is member {} of {} of pack {:#x}; the head wants member {k} of {count} of pack {id:#x}",
-                h.index, h.count, h.pack_id
-            )));
+        file.read_exact_at(&mut b, 0).map_err(|_| not_member())?;
+        let h = MemberHeader::decode(&b).map_err(|_| not_member())?;
+        let id = self.stripe.map_or(0, |s| s.1);
+        if h.index as usize != k
+            || h.count as usize != count
+            || h.pack_id != id
+            || h.data_len != m.data_len
+        {
+            return Err(not_member());
         }
-        if h.data_len != m.data_len || len != m.data_offset + m.data_len {
-            return Err(fail(format!(
-                "holds {} bytes of data in a {len}-byte file; the head declares {}",
-                h.data_len, m.data_len
-            )));
-        }
-        Ok(())
+        Ok(file)
+    }
+
+    /// A path through which member `k`'s checked file can be opened again
+    /// (`/proc/self/fd/N`): the I/O engine opens that, so it reads the file
+    /// checked even if another was swapped in at the member's path since.
+    /// `None` for a pack parsed from memory or from a remote reader, and
+    /// where the system has no such path; then the member's path is all
+    /// there is.
+    pub(crate) fn reopen_path(&self, k: usize) -> Option<PathBuf> {
+        self.files
+            .get(k)
+            .and_then(|f| super::member_file::reopen_path(f))
     }
 
     /// Parses a whole pack held in memory (for tests and fuzzing); `label`
@@ -497,11 +530,20 @@ impl Pack {
 
     /// Opens the pack's files (every member of a striped pack) for the
     /// helper readers below.
+    /// The files checked when the pack was opened are read again (their
+    /// descriptors cloned), not whatever their paths name now.
     pub fn open_file(&self) -> Result<PackFiles, PackError> {
         let files = self
             .members
             .iter()
-            .map(|m| File::open(&m.path).map_err(|e| PackError::io("open", &m.path, 0, 0, e)))
+            .enumerate()
+            .map(|(k, m)| {
+                let e = |e| PackError::io("open", &m.path, 0, 0, e);
+                match self.files.get(k) {
+                    Some(f) => f.try_clone().map_err(e),
+                    None => File::open(&m.path).map_err(e),
+                }
+            })
             .collect::<Result<_, _>>()?;
         Ok(PackFiles { files })
     }

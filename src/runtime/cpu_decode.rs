@@ -161,13 +161,11 @@ pub(crate) struct RunPartDone {
 /// core's cache when crc32c and the decoder go over them, where a whole
 /// run read first (up to `max_read`, 1 MiB) would have left the cache by
 /// the time its last blocks are decoded. A block that several parts of the
-/// run share is read once. `in_place`: staging is ordinary memory, which
-/// decoders may write directly (see [`decode_part`]).
+/// run share is read once.
 pub(crate) fn read_and_decode(
     pf: &PackFile,
     parts: Vec<RunPart>,
     jobs: Vec<Option<Arc<JobHot>>>,
-    in_place: bool,
     mut report: impl FnMut(RunPartDone),
 ) {
     READ_BUF.with(|b| {
@@ -204,14 +202,8 @@ pub(crate) fn read_and_decode(
                 .and_then(|j| Some((j, pf.file.mapped(offset, stored as usize)?)));
             if let Some((j, bytes)) = mapped {
                 read = Some((stored as u64, t.elapsed().as_nanos() as u64));
-                let (r, copied) = decode_part(
-                    &part,
-                    bytes,
-                    &j.ctl,
-                    j.claim.as_ref(),
-                    writer.as_mut(),
-                    in_place,
-                );
+                let (r, copied) =
+                    decode_part(&part, bytes, &j.ctl, j.claim.as_ref(), writer.as_mut());
                 if !pf.file.mapping_was_cut() {
                     from_mapping = Some((failed_short(pf, &part, r), copied));
                 }
@@ -257,7 +249,6 @@ pub(crate) fn read_and_decode(
                     &j.ctl,
                     j.claim.as_ref(),
                     writer.as_mut(),
-                    in_place,
                 ),
             };
             report(RunPartDone {
@@ -373,15 +364,12 @@ fn decode_block(part: &Part, stored: &[u8], out: &mut [u8]) -> Result<(), Reques
 /// GPU-bound parts write their bytes tightly packed into their staging slot
 /// (`staging`); the GPU's stored-copy pass lays rows out for the
 /// destination, so no thread here re-pitches rows.
-/// `staging_is_host_memory`: the slot is ordinary, cached memory (a CPU
-/// adapter's), which a decoder may read back as it writes.
 pub(crate) fn decode_part(
     part: &Part,
     stored: &[u8],
     ctl: &JobCtl,
     claim: Option<&HostClaim>,
     staging: Option<&mut SlotWriter>,
-    staging_is_host_memory: bool,
 ) -> (Result<(), RequestError>, u64) {
     let size = part.block.size as usize;
     let take = part.take.start as usize..part.take.end as usize;
@@ -427,8 +415,7 @@ pub(crate) fn decode_part(
             let Some(slot) = staging else {
                 return (Err(RequestError::NoGpu), 0);
             };
-            let out = slot.as_mut_slice();
-            if out.len() < take.len() {
+            if slot.len() < take.len() {
                 return (
                     Err(RequestError::Internal(
                         "a staging slot is smaller than its part".into(),
@@ -447,62 +434,34 @@ pub(crate) fn decode_part(
                 // Rows at the destination's pitch, for plain copies: each
                 // region (each piece) 256 bytes after the one before.
                 return with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
-                    Ok(()) => {
-                        let mut at = 0usize;
-                        for (range, place) in part.outputs() {
-                            let Place::Texture { layout, .. } = place else {
-                                continue;
-                            };
-                            let (rb, rp) = (layout.row_bytes as usize, layout.row_pitch as usize);
-                            let Some(src) = scratch.get(range.start as usize..range.end as usize)
-                            else {
-                                return (
-                                    Err(RequestError::Internal(
-                                        "a piece leaves its decoded block".into(),
-                                    )),
-                                    0,
-                                );
-                            };
-                            for (r, row) in src.chunks(rb.max(1)).enumerate() {
-                                let o = at + r * rp;
-                                match out.get_mut(o..o + row.len()) {
-                                    Some(d) => d.copy_from_slice(row),
-                                    None => {
-                                        return (
-                                            Err(RequestError::Internal(
-                                                "a staging slot is smaller than its part".into(),
-                                            )),
-                                            0,
-                                        )
-                                    }
-                                }
-                            }
-                            at += (layout.padded_size() as usize).next_multiple_of(256);
-                        }
-                        (Ok(()), take.len() as u64)
-                    }
+                    Ok(()) => match write_pitched(part, scratch, slot) {
+                        Ok(()) => (Ok(()), take.len() as u64),
+                        Err(e) => (Err(e), 0),
+                    },
                     Err(e) => (Err(e), 0),
                 });
             }
-            let (body, pad) = out.split_at_mut(take.len());
             // Buffer copies move whole words: the slot's tail is zeroed.
-            pad.fill(0);
+            slot.zero_from(take.len());
             // A decoder reads back what it wrote (every LZ77 match), and a
             // GPU's staging slot may be write-combined memory, which the
             // CPU reads uncached: on an H100, GDeflate decoded into staging
             // slots took 379 CPU s/GB, 48 times the hand-written loop
             // running the same decoder into ordinary memory
-            // (docs/results.md). There a block is decoded into this
+            // (docs/results.md). There the slot hands out no readable view
+            // (`SlotWriter::host_slice`): a block is decoded into this
             // thread's scratch and copied out once, which writes the slot
-            // sequentially and never reads it. Stored blocks, and every
-            // block where staging is ordinary memory (a CPU adapter's),
-            // go straight into the slot.
-            if whole && (staging_is_host_memory || part.block.codec == crate::codec::Codec::None) {
-                return (decode_block(part, stored, body), stored_copy(body.len()));
+            // sequentially and never reads it. Where staging is cached host
+            // memory, a whole block goes straight into the slot.
+            if whole {
+                if let Some(body) = slot.host_slice() {
+                    let body = &mut body[..take.len()];
+                    return (decode_block(part, stored, body), stored_copy(body.len()));
+                }
             }
             with_scratch(size, |scratch| match decode_block(part, stored, scratch) {
                 Ok(()) => {
-                    body.copy_from_slice(&scratch[take.clone()]);
+                    slot.write(0, &scratch[take.clone()]);
                     (Ok(()), take.len() as u64)
                 }
                 Err(e) => (Err(e), 0),
@@ -515,6 +474,32 @@ pub(crate) fn decode_part(
             0,
         ),
     }
+}
+
+/// Writes a decoded block's regions into `slot` at the destination's row
+/// pitch, each region 256 bytes after the one before.
+fn write_pitched(part: &Part, decoded: &[u8], slot: &mut SlotWriter) -> Result<(), RequestError> {
+    let mut at = 0usize;
+    for (range, place) in part.outputs() {
+        let Place::Texture { layout, .. } = place else {
+            continue;
+        };
+        let (rb, rp) = (layout.row_bytes as usize, layout.row_pitch as usize);
+        let Some(src) = decoded.get(range.start as usize..range.end as usize) else {
+            return Err(RequestError::Internal(
+                "a piece leaves its decoded block".into(),
+            ));
+        };
+        for (r, row) in src.chunks(rb.max(1)).enumerate() {
+            if !slot.write(at + r * rp, row) {
+                return Err(RequestError::Internal(
+                    "a staging slot is smaller than its part".into(),
+                ));
+            }
+        }
+        at += (layout.padded_size() as usize).next_multiple_of(256);
+    }
+    Ok(())
 }
 
 fn with_scratch<R>(size: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {

@@ -74,11 +74,6 @@ pub(crate) struct Dispatcher {
     /// A decode thread holds its runs' reports back while more than this
     /// many tasks wait in the pool (see `spawn_cached`).
     hold_while: usize,
-    /// Staging is ordinary memory (the adapter is a CPU), so decode
-    /// threads decode straight into their slots; elsewhere it may be
-    /// write-combined, and they decode into scratch and copy out
-    /// (`cpu_decode::decode_part`).
-    staging_is_host_memory: bool,
     jobs: JobTable,
     schedule: Schedule,
     reads: Reads,
@@ -129,7 +124,12 @@ impl Dispatcher {
             Some((g, rx)) => (Some(g), rx),
             None => (None, crossbeam::channel::never()),
         };
-        let reads = Reads::new(rt.config.io.max_read, bounce_limit, cpu_threads);
+        let reads = Reads::new(
+            rt.config.io.max_read,
+            bounce_limit,
+            cpu_threads,
+            rt.activity.clone(),
+        );
         let staging_peak = Arc::new(AtomicU64::new(0));
         let (back_tx, from_complete) = crossbeam::channel::unbounded();
         let (to_complete, inbox) = wiring.to_complete;
@@ -151,7 +151,6 @@ impl Dispatcher {
             gpu_rx,
             pool: cpu_decode::Pool::new(cpu_threads, send_held)?,
             hold_while: cpu_threads.max(1),
-            staging_is_host_memory: gpu.as_ref().is_none_or(GpuBatcher::staging_is_host_memory),
             jobs: JobTable::default(),
             schedule: Schedule::default(),
             reads,
@@ -501,7 +500,7 @@ impl Dispatcher {
                 ) else {
                     return Err(part);
                 };
-                w.as_mut_slice()[..len as usize].copy_from_slice(&data[range]);
+                w.write(0, &data[range]);
                 if let Some(j) = self.jobs.get(part.job) {
                     j.stats(|st| st.bytes_host_copied += len);
                 }
@@ -535,7 +534,6 @@ impl Dispatcher {
             None => (None, None),
         };
         let tx = self.cpu_tx.clone();
-        let in_place = self.staging_is_host_memory;
         self.pool.spawn(move || {
             let t0 = Instant::now();
             let bytes: &[u8] = std::ops::Deref::deref(&*data);
@@ -545,7 +543,6 @@ impl Dispatcher {
                 &job.ctl,
                 job.claim.as_ref(),
                 writer.as_mut(),
-                in_place,
             );
             // Let go of the read buffer before reporting, so the read stage
             // can take it back into its pool.
@@ -592,13 +589,12 @@ impl Dispatcher {
             .collect();
         let tx = self.cpu_tx.clone();
         let (waiting, hold_while) = (self.pool.waiting(), self.hold_while);
-        let in_place = self.staging_is_host_memory;
         self.pool.spawn(move || {
             HELD.with(|held| {
                 let mut held = held.borrow_mut();
                 let (to, done) = &mut *held;
                 to.get_or_insert(tx);
-                cpu_decode::read_and_decode(&pf, parts, jobs, in_place, |d| {
+                cpu_decode::read_and_decode(&pf, parts, jobs, |d| {
                     done.push(CpuDone {
                         staged: d.staged,
                         part: d.part,

@@ -44,6 +44,7 @@ use crate::decode::gpu::{
 use crate::destinations::gpu_copies::MipsTouched;
 use crate::staging::StagingRing;
 
+use super::activity::{Activity, Kind};
 use super::batch_status::{lost_error, table};
 use super::complete::{GpuStatus, ToCompletion};
 use super::gpu_direct::{copy_from_chunk, end_pinned};
@@ -228,6 +229,9 @@ pub(crate) struct GpuBatcher {
     held_back: Option<hold_back::HeldBack>,
     /// CPU time spent inside `Queue::submit`, for the stats.
     submit_ns: Arc<AtomicU64>,
+    /// Counts the GPU submissions in flight, for the runtime's overlap
+    /// times.
+    activity: Arc<Activity>,
 }
 
 /// The GPU decoders a batcher runs: each `None` where its codec decodes on
@@ -244,22 +248,16 @@ pub(crate) type Finished = (Part, Result<(), RequestError>);
 
 /// Where the GPU batch stage reports: the submission thread's events
 /// (chunks free, batches done, the device lost), the completion thread's
-/// inbox, and the counter of CPU time spent inside wgpu's submit.
+/// inbox, the counter of CPU time spent inside wgpu's submit, and the
+/// runtime's count of work in flight.
 pub(crate) struct BatchLinks {
     pub events: Sender<GpuEvent>,
     pub to_complete: Sender<ToCompletion>,
     pub submit_ns: Arc<AtomicU64>,
+    pub activity: Arc<Activity>,
 }
 
 impl GpuBatcher {
-    /// Whether staging buffers are ordinary, cached host memory: only
-    /// where the adapter is a CPU (lavapipe, llvmpipe), and the runtime is
-    /// not told to take a discrete GPU's path. A GPU's mapped upload memory
-    /// may be write-combined, slow for the CPU to read.
-    pub(crate) fn staging_is_host_memory(&self) -> bool {
-        self.caps.host_staging
-    }
-
     /// The stage for a device. `verify` checks every pack block's crc32c on
     /// the GPU.
     pub fn new(
@@ -275,6 +273,7 @@ impl GpuBatcher {
             events,
             to_complete,
             submit_ns,
+            activity,
         } = links;
         let Decoders {
             lz4,
@@ -322,6 +321,7 @@ impl GpuBatcher {
             direct: IdMap::default(),
             held_back: None,
             submit_ns,
+            activity,
         })
     }
 
@@ -362,7 +362,16 @@ impl GpuBatcher {
     }
 
     /// The completion stage has read batch buffer set `r`'s status words.
+    /// Bytes of the GPU buffers the stage made for itself: both batch
+    /// sets' inputs, output scratch, descriptor tables and status words
+    /// (staging apart; the driver decoder's buffers, made on its first
+    /// batch, apart).
+    pub fn own_gpu_bytes(&self) -> u64 {
+        self.res.iter().map(Res::bytes).sum()
+    }
+
     pub fn batch_free(&mut self, r: usize) {
+        self.activity.end(Kind::Gpu);
         self.free.push(r);
     }
 
@@ -537,6 +546,7 @@ impl GpuBatcher {
         }
         let owed = self.poller.owe();
         let tx = self.events.clone();
+        self.activity.start(Kind::Gpu, 1);
         let index = self.submit(enc);
         self.queue.on_submitted_work_done(move || {
             let _ = tx.send(GpuEvent::ChunksCopied(chunks));
@@ -582,6 +592,8 @@ impl GpuBatcher {
                 end_pinned(jobs, part, Err(lost_error(&why)), done);
             }
         }
+        // Nothing in flight reports its end now.
+        self.activity.clear(Kind::Gpu);
         self.lost = Some(why);
     }
 
@@ -612,6 +624,7 @@ impl GpuBatcher {
     pub fn on_event(&mut self, e: GpuEvent, jobs: &JobTable, done: &mut Vec<Finished>) {
         match e {
             GpuEvent::ChunksCopied(chunks) => {
+                self.activity.end(Kind::Gpu);
                 for c in chunks {
                     // Copies straight out of the chunk have landed.
                     for part in self.direct.remove(&c).unwrap_or_default() {
@@ -682,6 +695,24 @@ pub(crate) fn probe_lost(device: &wgpu::Device) -> bool {
 }
 
 impl Res {
+    fn bytes(&self) -> u64 {
+        [
+            &self.input,
+            &self.output,
+            &self.lz4_descs,
+            &self.gdeflate_descs,
+            &self.stored_descs,
+            &self.check_descs,
+            &self.uncond_descs,
+            &self.uncond_status,
+            &self.readback,
+        ]
+        .into_iter()
+        .chain(&self.status)
+        .map(wgpu::Buffer::size)
+        .sum()
+    }
+
     /// `driver`: the GDeflate table holds the driver path's two copy
     /// passes' descriptors, the second set from a run boundary
     /// (`driver.rs`).

@@ -25,6 +25,7 @@
 //! # let _ = bytes; Ok(()) }
 //! ```
 
+mod activity;
 mod batch_status;
 mod batch_tables;
 mod complete;
@@ -52,6 +53,7 @@ use crossbeam::channel::Sender;
 /// Why a request failed: defined in `completion`, which reports it.
 pub use crate::completion::{BufferProblem, GpuDecodeFailure, RequestError, SourceProblem};
 pub use crate::staging::StagingMemory;
+pub use activity::InFlightTimes;
 pub use queue::{Priority, Queue, QueueConfig, SourceKind, TryEnqueueError};
 pub use request::{Destination, Request, Source};
 pub use stats::{LatencyHistogram, QueueStats};
@@ -336,11 +338,17 @@ pub struct StagingInfo {
     pub chunk_size: u64,
     /// Bytes in all chunks together.
     pub total: u64,
+    /// Bytes of the GPU buffers the runtime made for its decode batches
+    /// beyond staging: two sets of batch input, output scratch, descriptor
+    /// tables and status words, sized by `RuntimeConfig::gpu_batch_size`
+    /// (not by staging), so staging can grow without them.
+    pub batch_buffers: u64,
 }
 
 pub(crate) struct GpuInfo {
     pub chunk_size: u64,
     pub staging_total: u64,
+    pub batch_buffers: u64,
     pub staging_memory: crate::staging::StagingMemory,
 }
 
@@ -375,6 +383,8 @@ pub(crate) struct RuntimeShared {
     pub submit_busy_ns: AtomicU64,
     /// Nanoseconds of that spent inside wgpu's `Queue::submit`.
     pub wgpu_submit_ns: Arc<AtomicU64>,
+    /// Reads and GPU submissions in flight, and for how long.
+    pub activity: Arc<activity::Activity>,
 }
 
 /// The runtime (DirectStorage's factory): the I/O engine, the staging
@@ -437,6 +447,7 @@ impl Runtime {
         let (gpu_tx, gpu_rx) = crossbeam::channel::unbounded();
         let wiring = dispatcher::Wiring::new();
         let wgpu_submit_ns = Arc::new(AtomicU64::new(0));
+        let activity = Arc::new(activity::Activity::default());
         let mut gdeflate_choice = None;
         let gpu_parts = match gpu {
             Some((device, queue)) => {
@@ -454,6 +465,7 @@ impl Runtime {
                     chunk,
                     (caps.output, caps.region_weight()),
                     config.import_staging_memory,
+                    caps.host_staging,
                 )
                 .map_err(RuntimeError::DeviceLost)?;
                 // The decoder has a portable path for every adapter with
@@ -499,6 +511,7 @@ impl Runtime {
                         events: gpu_tx,
                         to_complete: wiring.to_complete.0.clone(),
                         submit_ns: wgpu_submit_ns.clone(),
+                        activity: activity.clone(),
                     },
                 )
                 .map_err(|e| RuntimeError::Thread("GPU poll", e))?;
@@ -509,6 +522,7 @@ impl Runtime {
         let gpu_info = gpu_parts.as_ref().map(|g| GpuInfo {
             chunk_size: g.ring.chunk_size(),
             staging_total: g.ring.chunk_size() * g.ring.chunk_count() as u64,
+            batch_buffers: g.own_gpu_bytes(),
             staging_memory: g.ring.memory().clone(),
         });
         let gpu_lz4 = gpu_parts.as_ref().and_then(|g| g.lz4_path());
@@ -535,6 +549,7 @@ impl Runtime {
             trace,
             submit_busy_ns: AtomicU64::new(0),
             wgpu_submit_ns,
+            activity,
         });
         let d = dispatcher::Dispatcher::new(
             shared.clone(),
@@ -564,10 +579,13 @@ impl Runtime {
     pub fn open_pack(&self, path: impl AsRef<Path>) -> Result<Arc<PackFile>, RuntimeError> {
         let pack = Arc::new(Pack::open(path.as_ref())?);
         let open = |member: usize| -> Result<PackFile, RuntimeError> {
-            let file = self
-                .shared
-                .engine
-                .open(&pack.members()[member].path, self.shared.config.open_mode)?;
+            // The very file `Pack::open` checked, reopened through its
+            // descriptor; by path only where there is no such reopening.
+            let (path, mode) = (&pack.members()[member].path, self.shared.config.open_mode);
+            let file = match pack.reopen_path(member) {
+                Some(open) => self.shared.engine.open_named(&open, path, mode)?,
+                None => self.shared.engine.open(path, mode)?,
+            };
             if self.shared.config.map_cached_files {
                 // A refused mapping leaves the file read with `pread`.
                 file.map_for_reads();
@@ -668,12 +686,22 @@ impl Runtime {
         )
     }
 
+    /// How long reads, the runtime's GPU work, and both at once have been
+    /// in flight since it started. Subtract two of them
+    /// ([`InFlightTimes::since`]) for a window of work: `both` over the
+    /// window's wall time is the share of it during which reads overlapped
+    /// GPU decoding, which is what keeps a pass bound by the disk.
+    pub fn in_flight(&self) -> InFlightTimes {
+        self.shared.activity.times()
+    }
+
     /// The staging memory actually allocated; `None` on a runtime without
     /// a GPU, which has none.
     pub fn staging(&self) -> Option<StagingInfo> {
         self.shared.gpu.as_ref().map(|g| StagingInfo {
             chunk_size: g.chunk_size,
             total: g.staging_total,
+            batch_buffers: g.batch_buffers,
         })
     }
 

@@ -10,6 +10,7 @@
 //!   CPU parts bound for the GPU reserve their output slot in staging when
 //!   the run is issued, so a read never waits for staging after it lands.
 
+use super::activity::{Activity, Kind};
 use super::id_map::IdMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -65,6 +66,8 @@ pub(crate) enum Landed {
 
 /// The read stage's state (see the module docs).
 pub(crate) struct Reads {
+    /// Counts the reads in flight, for the runtime's overlap times.
+    activity: Arc<Activity>,
     runs: IdMap<u64, Run>,
     next_run: u64,
     /// Bounce buffers in flight per run id: parts left, bytes, the buffer.
@@ -123,8 +126,14 @@ fn reserve_cpu_outputs(
 
 impl Reads {
     /// `cpu_threads` bounds the runs CPU threads read for themselves.
-    pub fn new(max_read: usize, bounce_limit: u64, cpu_threads: usize) -> Reads {
+    pub fn new(
+        max_read: usize,
+        bounce_limit: u64,
+        cpu_threads: usize,
+        activity: Arc<Activity>,
+    ) -> Reads {
         Reads {
+            activity,
             runs: IdMap::default(),
             next_run: 1,
             bounce_runs: IdMap::default(),
@@ -221,6 +230,7 @@ impl Reads {
         };
         let id = self.next_run;
         self.next_run += 1;
+        self.activity.start(Kind::Read, 1);
         let priority = queue.priority();
         self.runs.insert(
             id,
@@ -256,6 +266,7 @@ impl Reads {
         }
         let run = reserve_cpu_outputs(parts, ring)?;
         self.cached_runs += 1;
+        self.activity.start(Kind::Read, 1);
         Ok(run)
     }
 
@@ -267,6 +278,7 @@ impl Reads {
     /// A run taken by [`Self::begin_cached`] is done.
     pub fn end_cached(&mut self) {
         self.cached_runs = self.cached_runs.saturating_sub(1);
+        self.activity.end(Kind::Read);
     }
 
     /// A read completed: sorts its parts into what happens next. Returns
@@ -274,6 +286,7 @@ impl Reads {
     /// it written once its parts are staged).
     pub fn complete(&mut self, c: ReadCompletion, out: &mut Vec<Landed>) -> Option<usize> {
         let run = self.runs.remove(&c.user_data)?;
+        self.activity.end(Kind::Read);
         let got = match &c.result {
             Ok(n) => *n as u64,
             Err(_) => 0,
@@ -375,5 +388,6 @@ impl Reads {
     pub fn leak(&mut self) {
         std::mem::forget(std::mem::take(&mut self.runs));
         std::mem::forget(std::mem::take(&mut self.bounce_runs));
+        self.activity.clear(Kind::Read);
     }
 }

@@ -31,10 +31,16 @@ pub(crate) struct Slot {
 /// Write access to one [`Slot`] of a mapped chunk, for the thread (I/O or
 /// CPU decode) that fills it.
 ///
-/// It carries its own length; every safe method stays inside it.
+/// It carries its own length; every safe method stays inside it. On a
+/// discrete GPU staging may be write-combined memory behind the BAR, where
+/// every CPU read crosses PCIe uncached: there the writer hands out no
+/// readable view, only copies in and fills ([`Self::host_slice`] is `None`),
+/// so no decoder, checksum or layout step can read staging by accident.
 pub(crate) struct SlotWriter {
     ptr: NonNull<u8>,
     len: usize,
+    /// The chunk is cached host memory the CPU may read back.
+    readable: bool,
 }
 
 // SAFETY: a writer covers one slot, handed out once; the chunk stays mapped
@@ -44,7 +50,7 @@ unsafe impl Send for SlotWriter {}
 
 impl SlotWriter {
     /// The start of the slot, for a read the kernel performs into it
-    /// (`io::ReadOp::dest`) or a decoder writing it.
+    /// (`io::ReadOp::dest`).
     ///
     /// The caller may write `self.len()` bytes from it and must not read
     /// them back: the memory may be write-combined.
@@ -52,15 +58,44 @@ impl SlotWriter {
         self.ptr.as_ptr()
     }
 
-    /// The slot as a byte slice for a decoder to write.
-    ///
-    /// The bytes may be write-combined memory: write them in order and avoid
-    /// reading them (LZ4 and zstd read back only what they wrote moments
-    /// before, which stays in the write-combining buffers or the cache).
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    /// The slot's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `src` to `at..at + src.len()` of the slot, with stores that go
+    /// around the CPU's caches where they are long enough to pay off.
+    /// `false` (and nothing written) when the range leaves the slot.
+    pub fn write(&mut self, at: usize, src: &[u8]) -> bool {
+        if at.checked_add(src.len()).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: `at + src.len() <= len`, inside the slot, which this
+        // writer alone writes; `src` is ordinary memory, not the slot.
+        unsafe {
+            crate::io::copy_streaming(self.ptr.as_ptr().add(at), src.as_ptr(), src.len());
+        }
+        true
+    }
+
+    /// Zeroes the slot from `from` to its end (a buffer copy's whole-word
+    /// tail). Nothing when `from` is past the end.
+    pub fn zero_from(&mut self, from: usize) {
+        if from < self.len {
+            // SAFETY: `from..len` is inside the slot, which this writer
+            // alone writes.
+            unsafe { std::ptr::write_bytes(self.ptr.as_ptr().add(from), 0, self.len - from) };
+        }
+    }
+
+    /// The slot as a byte slice a decoder may write and read back, where the
+    /// chunk is cached host memory (a CPU adapter's, or imported host-cached
+    /// memory); `None` where it may be write-combined.
+    pub fn host_slice(&mut self) -> Option<&mut [u8]> {
         // SAFETY: the slot is `len` bytes of a live mapping and this writer
         // is its only user (see the `Send` impl).
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        self.readable
+            .then(|| unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) })
     }
 }
 
@@ -91,6 +126,9 @@ pub(crate) struct StagingRing {
     weight_cap: u64,
     region_weight: u64,
     memory: StagingMemory,
+    /// The chunks are cached host memory the CPU may read back
+    /// ([`SlotWriter::host_slice`]).
+    readable: bool,
 }
 
 /// Which memory the staging chunks got, and why.
@@ -146,25 +184,29 @@ impl StagingRing {
     /// `region_weight` is the least weight its users count per region
     /// written (see [`Self::region_weight`]). `import`: make the chunks of
     /// imported host memory where the device allows (see
-    /// [`StagingMemory`]), else wgpu's own mappable buffers. Fails when the
-    /// device cannot hand out the chunks' mappings (it is lost).
+    /// [`StagingMemory`]), else wgpu's own mappable buffers. `host`: the
+    /// device is a CPU adapter, whose buffers are ordinary host memory the
+    /// CPU may read (false for one standing in for a discrete GPU). Fails
+    /// when the device cannot hand out the chunks' mappings (it is lost).
     pub fn new(
         device: &wgpu::Device,
         total: u64,
         chunk_size: u64,
         (weight_cap, region_weight): (u64, u64),
         import: bool,
+        host: bool,
     ) -> Result<StagingRing, String> {
         let total = total.max(2 * super::STAGING_ALIGN);
         let count = total.div_ceil(chunk_size).max(2);
         let size = ((total / count) & !4095).max(4096);
-        let ring = |chunks, memory| StagingRing {
+        let ring = |chunks, memory: StagingMemory| StagingRing {
             chunks,
             size,
             open: None,
             opened: 0,
             weight_cap,
             region_weight,
+            readable: host || matches!(memory, StagingMemory::ImportedHost { cached: true }),
             memory,
         };
         let why = match import_chunks(device, count as usize, size, import) {
@@ -288,6 +330,7 @@ impl StagingRing {
                     SlotWriter {
                         ptr,
                         len: len as usize,
+                        readable: self.readable,
                     },
                 ));
             }

@@ -27,7 +27,7 @@ use gpustream::io::{IoConfig, OpenMode};
 use gpustream::pack::Pack;
 use gpustream::runtime::{QueueConfig, RequestError, Runtime, RuntimeConfig};
 
-use report::{BenchReport, BenchRow};
+use report::{BenchReport, BenchRow, Overlap};
 
 use super::CliResult;
 use baselines::{Baseline, BaselineRun, PassTime};
@@ -632,6 +632,7 @@ fn measure<'a>(
     let wgpu0 = rt.wgpu_submit_time();
     let busy_cpu0 = metrics::submit_thread_cpu();
     let threads0 = metrics::thread_times();
+    let flight0 = rt.in_flight();
     let cpu0 = metrics::cpu_seconds();
     if plan.sustained {
         // Pass `p` writes set `p % sets.len()`. Before waiting on pass `i`,
@@ -678,6 +679,16 @@ fn measure<'a>(
     // passes ran inside this window when they alternated.
     let cpu = metrics::cpu_seconds() - cpu0 - base_passes.iter().map(|p| p.cpu).sum::<f64>();
     let busy = rt.submit_thread_busy().saturating_sub(busy0);
+    let flight = rt.in_flight().since(&flight0);
+    // The runtime's own passes (the baseline's, alternating, apart).
+    let pass_wall: f64 = times.iter().map(|t| t.as_secs_f64()).sum::<f64>()
+        * if plan.sustained { iters as f64 } else { 1.0 };
+    let overlap = rt.staging().map(|s| Overlap {
+        reads: flight.reads.as_secs_f64() / pass_wall.max(1e-9),
+        gpu: flight.gpu.as_secs_f64() / pass_wall.max(1e-9),
+        both: flight.both.as_secs_f64() / pass_wall.max(1e-9),
+        runtime_gpu_mib: (s.total + s.batch_buffers) as f64 / (1 << 20) as f64,
+    });
     let wgpu_submit = rt.wgpu_submit_time().saturating_sub(wgpu0);
     let busy_cpu = metrics::submit_thread_cpu()
         .zip(busy_cpu0)
@@ -740,6 +751,7 @@ fn measure<'a>(
         stage_read_s: per_iter(d.read_ns) / 1e9,
         stage_cpu_decode_s: per_iter(d.cpu_decode_ns) / 1e9,
         stage_gpu_s: per_iter(d.gpu_ns) / 1e9,
+        overlap,
         host,
         noop_decode_not_run,
         delivered_as,

@@ -64,6 +64,9 @@ pub struct BenchRow {
     pub stage_cpu_decode_s: f64,
     /// GPU submission time per pass (summed over chunks in flight).
     pub stage_gpu_s: f64,
+    /// When reads and GPU work were in flight over the timed passes, and
+    /// the runtime's own GPU memory (`None`: a runtime without a GPU).
+    pub overlap: Option<Overlap>,
     /// The host side of the pipeline, per delivered byte.
     pub host: HostSide,
     /// Requests per pass the runtime failed only because the GPU decode did
@@ -76,6 +79,21 @@ pub struct BenchRow {
     pub passes_ahead: u32,
     /// The host-side targets that apply to this row.
     pub targets: Vec<TargetCheck>,
+}
+
+/// How a GPU runtime's passes overlapped reads and GPU work
+/// (`Runtime::in_flight`), as shares of the timed passes' wall time, and
+/// the GPU memory it holds of its own.
+#[derive(Serialize, Clone, Copy, Debug)]
+pub struct Overlap {
+    /// Share of the time with at least one read in flight.
+    pub reads: f64,
+    /// Share with at least one GPU submission in flight.
+    pub gpu: f64,
+    /// Share with both: reads landing while the GPU decodes.
+    pub both: f64,
+    /// Staging plus the batch buffers (`StagingInfo`), MiB.
+    pub runtime_gpu_mib: f64,
 }
 
 /// The whole report.
@@ -229,6 +247,17 @@ pub(super) fn print(r: &BenchReport) {
             row.cpu_decoded_bytes_per_pass / (1 << 20) as f64,
             row.stage_gpu_s
         );
+        if let Some(o) = &row.overlap {
+            println!(
+                "  {:<9} {:>4} MiB  in flight: reads {:.0}% of the passes, GPU {:.0}%, both at once {:.0}%; runtime GPU memory {:.0} MiB (staging + batch buffers)",
+                row.case,
+                row.staging_mib,
+                o.reads * 100.0,
+                o.gpu * 100.0,
+                o.both * 100.0,
+                o.runtime_gpu_mib
+            );
+        }
         let groups: Vec<String> = row
             .threads
             .iter()

@@ -166,12 +166,9 @@ pub fn stripe_pack(
         .map(|b| placement.place(b.stored_size).0)
         .collect();
     let filled = placement.filled().to_vec();
-    let pack_id = {
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        (t ^ (u64::from(src_header.toc_crc) << 32) ^ u64::from(std::process::id())).max(1)
-    };
+    // Random, so that a hostile head cannot name another pack's member
+    // and have it pass as its own (`member_file.rs`).
+    let pack_id = super::super::member_file::random_pack_id();
     let head_dir = head.parent().unwrap_or(Path::new("."));
     let head_dir = if head_dir.as_os_str().is_empty() {
         Path::new(".")

@@ -15,6 +15,7 @@ use crate::destinations::gpu_copies::{
 use crate::pack::BlockTransform;
 use crate::Codec;
 
+use super::super::activity::Kind;
 use super::super::batch_status::{table, BatchEntry, BatchInFlight, Slots};
 use super::super::batch_tables::{BatchTables, Laid, LocalSlot, RUN_ALIGN};
 use super::super::complete::ToCompletion;
@@ -177,6 +178,7 @@ impl GpuBatcher {
             entries: tables.entries,
             submitted: Instant::now(),
         }));
+        self.activity.start(Kind::Gpu, 1);
         let index = self.submit_after(std::mem::take(&mut rec.before), enc);
         self.poller.submitted(index);
         let owed = self.poller.owe();
@@ -481,25 +483,10 @@ fn build_tables(
             // Packed mips: the block decodes linearly past the regions
             // (and is put back in order there when conditioned), then the
             // relayout pass lays each piece into its region, in rows.
-            let subs = match &e.part.block.data {
-                BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
-                BlockData::Memory(..) => &[],
-            };
             let size = e.part.block.size;
             let linear = cond_at as u32;
             cond_at += (size as u64).next_multiple_of(256);
-            if subs.is_empty() {
-                tables.push(target, t, Lz4BlockDesc::linear(src, e.len, linear, size));
-            }
-            for sb in subs {
-                let d = Lz4BlockDesc::linear(
-                    src + sb.stored_offset,
-                    sb.stored_len,
-                    linear + sb.offset,
-                    sb.size,
-                );
-                tables.push(target, t, d);
-            }
+            push_linear(&mut tables, (target, t), &e, linear);
             let mut from = linear;
             let transform = e.part.block.transform;
             if transform != BlockTransform::None {
@@ -535,10 +522,6 @@ fn build_tables(
                     // One descriptor per stream: the block, or each of an LZ4
                     // block's sub-blocks, which start on rows of a tile (the
                     // reader checks), so each lands on rows of its own.
-                    let subs = match &e.part.block.data {
-                        BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
-                        BlockData::Memory(..) => &[],
-                    };
                     let transform = e.part.block.transform;
                     // `plan::classify` sends conditioned blocks to the GPU
                     // only for textures, whose regions are in the scratch.
@@ -555,23 +538,13 @@ fn build_tables(
                         let size = e.part.block.size;
                         let at = cond_at as u32;
                         cond_at += e.part.conditioned_out();
-                        if subs.is_empty() {
-                            tables.push(target, t, Lz4BlockDesc::linear(src, e.len, at, size));
-                        }
-                        for sb in subs {
-                            let d = Lz4BlockDesc::linear(
-                                src + sb.stored_offset,
-                                sb.stored_len,
-                                at + sb.offset,
-                                sb.size,
-                            );
-                            tables.push(target, t, d);
-                        }
+                        push_linear(&mut tables, (target, t), &e, at);
                         let mut u = Lz4BlockDesc::linear(at, size, dst, size);
                         u.reserved[0] = transform.id() as u32;
                         unconds.push(u.with_rows(row_bytes, row_pitch));
                         continue;
                     }
+                    let subs = sub_blocks(&e);
                     if subs.is_empty() {
                         let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
                         tables.push(target, t, d.with_rows(row_bytes, row_pitch));
@@ -634,6 +607,35 @@ fn build_tables(
         unconds,
         relayouts,
         entries,
+    }
+}
+
+/// The sub-blocks of an entry's block (empty: one stream).
+fn sub_blocks(e: &Entry) -> &[crate::pack::SubBlock] {
+    match &e.part.block.data {
+        BlockData::File(pf, id) => pf.pack.sub_blocks(*id),
+        BlockData::Memory(..) => &[],
+    }
+}
+
+/// Pushes the descriptors that decode an entry's block linearly (no rows)
+/// into scratch at `at`: one for the block, or one per sub-block at its
+/// offset. Packed mips and conditioned blocks decode this way, and a later
+/// pass moves the bytes into their regions.
+fn push_linear(tables: &mut BatchTables, (target, t): (usize, usize), e: &Entry, at: u32) {
+    let (src, size) = (e.src as u32, e.part.block.size);
+    let subs = sub_blocks(e);
+    if subs.is_empty() {
+        tables.push(target, t, Lz4BlockDesc::linear(src, e.len, at, size));
+    }
+    for sb in subs {
+        let d = Lz4BlockDesc::linear(
+            src + sb.stored_offset,
+            sb.stored_len,
+            at + sb.offset,
+            sb.size,
+        );
+        tables.push(target, t, d);
     }
 }
 

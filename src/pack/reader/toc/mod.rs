@@ -114,6 +114,7 @@ impl Pack {
             sub_blocks: subs.subs,
             members,
             stripe: section.map(|s| (s.unit, s.pack_id)),
+            files: Vec::new(),
         })
     }
 }
