@@ -445,3 +445,209 @@ fn an_object_replaced_under_its_cache_is_never_read_as_the_old_one() {
     );
     assert_eq!(s.blocks_corrupt, 0, "{s:?}");
 }
+
+/// What the hostile endpoint answers a request with.
+enum Answer {
+    /// These bytes, status line and headers included, then the connection
+    /// stays open for the next request.
+    Bytes(Vec<u8>),
+    /// This status line and headers, then zeros for as long as the client
+    /// reads.
+    Endless(Vec<u8>),
+}
+
+/// A hostile S3 endpoint on loopback: each request's head (request line
+/// and headers) goes to `answer`; counts the requests it saw.
+struct Hostile {
+    port: u16,
+    requests: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn hostile(answer: impl Fn(&str) -> Answer + Send + Sync + 'static) -> Hostile {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::atomic::Ordering::Relaxed;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let requests = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (seen, answer) = (requests.clone(), std::sync::Arc::new(answer));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(conn) = conn else { return };
+            let (seen, answer) = (seen.clone(), answer.clone());
+            std::thread::spawn(move || {
+                let mut out = conn.try_clone().unwrap();
+                let mut lines = BufReader::new(conn);
+                loop {
+                    let mut head = String::new();
+                    loop {
+                        let mut line = String::new();
+                        match lines.read_line(&mut line) {
+                            Ok(0) | Err(_) => return,
+                            Ok(_) if line == "\r\n" => break,
+                            Ok(_) => head.push_str(&line),
+                        }
+                    }
+                    seen.fetch_add(1, Relaxed);
+                    match answer(&head) {
+                        Answer::Bytes(b) => {
+                            if out.write_all(&b).is_err() {
+                                return;
+                            }
+                        }
+                        Answer::Endless(h) => {
+                            let _ = out.write_all(&h);
+                            let zeros = vec![0u8; 64 << 10];
+                            while out.write_all(&zeros).is_ok() {}
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    Hostile { port, requests }
+}
+
+/// A HEAD answer for an object of `len` bytes.
+fn head_ok(len: u64) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nETag: \"v1\"\r\nLast-Modified: Mon, 07 Dec 2026 12:00:00 GMT\r\n\r\n"
+    )
+    .into_bytes()
+}
+
+/// The range a GET asks for.
+fn range_of(head: &str) -> (u64, u64) {
+    let r = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("range: bytes=")
+                .map(str::to_string)
+        })
+        .expect("a ranged GET");
+    let (a, b) = r.trim().split_once('-').unwrap();
+    (a.parse().unwrap(), b.parse().unwrap())
+}
+
+fn hostile_config(dir: &std::path::Path, port: u16) -> RemoteConfig {
+    let mut c = RemoteConfig::new(dir.join("cache"));
+    c.endpoint = Some(format!("http://127.0.0.1:{port}"));
+    c.credentials = Some((ACCESS_KEY.0.into(), ACCESS_KEY.1.into()));
+    c.request_timeout = Duration::from_secs(5);
+    c.connect_timeout = Duration::from_secs(2);
+    c.retries = 0;
+    c
+}
+
+#[test]
+fn a_body_longer_than_its_range_is_cut_off_not_buffered() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every GET is answered with a declared 2^62-byte body that never ends.
+    let server = hostile(|head| {
+        if head.starts_with("HEAD") {
+            return Answer::Bytes(head_ok(1 << 20));
+        }
+        let (a, b) = range_of(head);
+        Answer::Endless(
+            format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{}\r\nContent-Length: {}\r\nETag: \"v1\"\r\nLast-Modified: Mon, 07 Dec 2026 12:00:00 GMT\r\n\r\n",
+                1u64 << 20,
+                1u64 << 62
+            )
+            .into_bytes(),
+        )
+    });
+    match RemotePack::open(URL, &hostile_config(dir.path(), server.port)) {
+        Err(e @ RemoteError::Fetch { .. }) => {
+            assert!(
+                e.to_string().contains("more than the 64 bytes asked for"),
+                "{e}"
+            )
+        }
+        other => panic!("expected a fetch error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_short_body_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = hostile(|head| {
+        if head.starts_with("HEAD") {
+            return Answer::Bytes(head_ok(1 << 20));
+        }
+        let (a, _) = range_of(head);
+        // Ten bytes, whatever was asked.
+        let mut b = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{}/{}\r\nContent-Length: 10\r\nETag: \"v1\"\r\nLast-Modified: Mon, 07 Dec 2026 12:00:00 GMT\r\n\r\n",
+            a + 9,
+            1u64 << 20
+        )
+        .into_bytes();
+        b.extend_from_slice(&[0u8; 10]);
+        Answer::Bytes(b)
+    });
+    match RemotePack::open(URL, &hostile_config(dir.path(), server.port)) {
+        Err(RemoteError::Fetch { .. }) => {}
+        other => panic!("expected a fetch error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_redirect_to_another_host_is_refused_and_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    // The other host: it must never see a request (it would get the
+    // request's signature and credentials' headers).
+    let other = hostile(|_| Answer::Bytes(head_ok(1 << 20)));
+    let elsewhere = other.port;
+    let server = hostile(move |head| {
+        let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+        Answer::Bytes(
+            format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:{elsewhere}{path}\r\nContent-Length: 0\r\n\r\n"
+            )
+            .into_bytes(),
+        )
+    });
+    assert!(RemotePack::open(URL, &hostile_config(dir.path(), server.port)).is_err());
+    assert!(server.requests.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    assert_eq!(
+        other.requests.load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "the redirect to another host was followed"
+    );
+}
+
+#[test]
+fn a_remote_head_declaring_a_huge_table_of_contents_is_refused_from_its_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let pack = dir.path().join("p.gspk");
+    make_pack(&pack, 3);
+    let mut bytes = std::fs::read(&pack).unwrap();
+    let toc_len = 1u64 << 40;
+    bytes[40..48].copy_from_slice(&toc_len.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    let toc_offset = u64::from_le_bytes(bytes[32..40].try_into().unwrap());
+    let size = toc_offset + toc_len;
+    let server = hostile(move |head| {
+        if head.starts_with("HEAD") {
+            return Answer::Bytes(head_ok(size));
+        }
+        let (a, b) = range_of(head);
+        let body: Vec<u8> = (a..=b)
+            .map(|i| bytes.get(i as usize).copied().unwrap_or(0))
+            .collect();
+        let mut r = format!(
+            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{size}\r\nContent-Length: {}\r\nETag: \"v1\"\r\nLast-Modified: Mon, 07 Dec 2026 12:00:00 GMT\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(&body);
+        Answer::Bytes(r)
+    });
+    match RemotePack::open(URL, &hostile_config(dir.path(), server.port)) {
+        Err(e @ RemoteError::Pack { .. }) => assert!(e.to_string().contains("longer than"), "{e}"),
+        other => panic!("expected a pack error, got {other:?}"),
+    }
+}

@@ -357,3 +357,52 @@ fn mutated_traces_parse_or_fail_by_line() {
         }
     }
 }
+
+/// A one-blob pack in `dir`, its header rewritten by `f` and sealed again
+/// with a good header checksum, as a hostile writer would.
+fn pack_with_header(dir: &Path, f: impl FnOnce(&mut [u8])) -> PathBuf {
+    use gpustream::pack::{PackWriter, WriterOptions};
+    let path = dir.join("hostile.gspk");
+    let mut w = PackWriter::create(&path, WriterOptions::default()).unwrap();
+    w.add_blob("blob", &[7u8; 10_000]).unwrap();
+    w.finish().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    f(&mut bytes[..64]);
+    let crc = crc32c::crc32c(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn a_sparse_pack_declaring_a_huge_table_of_contents_is_refused_before_reading_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for toc_len in [1u64 << 40, 1 << 32, 1 << 31] {
+        let path = pack_with_header(dir.path(), |h| {
+            h[40..48].copy_from_slice(&toc_len.to_le_bytes());
+        });
+        // The file is as long as the header says, for free.
+        let toc_offset =
+            u64::from_le_bytes(std::fs::read(&path).unwrap()[32..40].try_into().unwrap());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(toc_offset + toc_len)
+            .unwrap();
+        match gpustream::pack::Pack::open(&path) {
+            Err(PackError::Corrupt {
+                what,
+                offset,
+                reason,
+                ..
+            }) => {
+                assert_eq!((what.as_str(), offset), ("header", 40), "{reason}");
+                assert!(reason.contains("longer than"), "{reason}");
+            }
+            // Refused from the header (offset 40): nothing of the table
+            // was read or allocated.
+            other => panic!("a {toc_len}-byte table of contents: {other:?}"),
+        }
+    }
+}

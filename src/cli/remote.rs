@@ -160,13 +160,16 @@ fn get_loop(
 ) -> Result<f64, BoxError> {
     let rest = url.strip_prefix("s3://").ok_or("only s3:// URLs")?;
     let (bucket, key) = rest.split_once('/').ok_or("expected s3://BUCKET/KEY")?;
+    // The runtime's own HTTP rules (bodies read to the length asked, no
+    // redirect to another host), so both sides meet the same server alike.
     let mut b = AmazonS3Builder::from_env()
         .with_bucket_name(bucket)
         .with_client_options(
             ClientOptions::new()
                 .with_timeout(cfg.request_timeout)
                 .with_pool_max_idle_per_host(cfg.concurrency),
-        );
+        )
+        .with_http_connector(gpustream::remote::http::PackHttp::new(cfg));
     if let Some(e) = &cfg.endpoint {
         b = b.with_endpoint(e).with_allow_http(true);
     }
@@ -192,7 +195,9 @@ fn get_loop(
                     let got = store
                         .get_opts(&location, GetOptions::new().with_range(Some(start..end)))
                         .await?;
-                    got.bytes().await?
+                    // Exactly the range, or an error: the blocks below
+                    // are sliced out of it.
+                    gpustream::remote::http::read_body(got, end - start).await?
                 };
                 tokio::task::spawn_blocking(move || -> Result<(), BoxError> {
                     for p in &runs[r] {

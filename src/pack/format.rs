@@ -32,6 +32,13 @@ pub const ASSET_ENTRY_LEN: usize = 40;
 /// The longest asset name, in bytes.
 pub const MAX_NAME_LEN: usize = 4096;
 
+/// The longest table of contents, in bytes: a pack of 2^24 blocks (1 TiB
+/// of 64 KiB blocks) has one of 256 MiB. A reader holds its whole table of
+/// contents in memory, so a header declaring more is refused before any
+/// of it is read (as is one longer than its block and asset counts can
+/// fill).
+pub const MAX_TOC_LEN: u64 = 1 << 30;
+
 /// Asset kind ids in the table of contents.
 pub const KIND_BLOB: u8 = 0;
 /// See [`KIND_BLOB`].

@@ -513,6 +513,17 @@ impl PackWriter {
             toc.extend_from_slice(&size.to_le_bytes());
         }
         toc.extend_from_slice(&self.names);
+        if toc.len() as u64 > format::MAX_TOC_LEN {
+            // Readers refuse it (they hold the table in memory whole).
+            return Err(PackError::InvalidInput {
+                asset: "(the table of contents)".into(),
+                reason: format!(
+                    "{} bytes, more than the {} a reader takes: split the pack",
+                    toc.len(),
+                    format::MAX_TOC_LEN
+                ),
+            });
+        }
         let toc_offset = format::DATA_ALIGN + self.data_len;
         self.out.write_all(&toc).map_err(|e| {
             PackError::io(

@@ -28,6 +28,7 @@
 
 mod cache;
 mod fetch;
+crate::tools_pub_mod!(http);
 mod open;
 mod store;
 

@@ -61,7 +61,8 @@ impl Store {
         let mut b = AmazonS3Builder::from_env()
             .with_bucket_name(bucket)
             .with_retry(retry)
-            .with_client_options(options);
+            .with_client_options(options)
+            .with_http_connector(super::http::PackHttp::new(cfg));
         if let Some(e) = &cfg.endpoint {
             b = b.with_endpoint(e).with_allow_http(true);
         }
@@ -127,11 +128,7 @@ impl Store {
                 .get_opts(&location, options)
                 .await
                 .map_err(|e| e.to_string())?;
-            let bytes = got.bytes().await.map_err(|e| e.to_string())?;
-            if bytes.len() as u64 != want {
-                return Err(format!("the server sent {} of {want} bytes", bytes.len()));
-            }
-            Ok(bytes)
+            super::http::read_body(got, want).await
         }
     }
 }

@@ -6,6 +6,7 @@ use super::super::super::format::{
     self, header as h, Header, ASSET_ENTRY_LEN, BLOCK_ENTRY_LEN, HEADER_LEN,
 };
 use super::super::super::stripe::FLAG_STRIPED;
+use super::super::super::sub_blocks::{MAX_SUB_BLOCKS, SUB_ENTRY_LEN};
 use super::super::super::PackError;
 use super::corrupt;
 use std::path::Path;
@@ -98,6 +99,28 @@ pub(super) fn check_fields(p: &Path, hd: &Header, file_len: u64) -> Result<(), P
             format!(
                 "{} blocks and {} assets need {fixed} bytes, the table of contents has {}",
                 hd.block_count, hd.asset_count, hd.toc_len
+            ),
+        ));
+    }
+    // The table of contents is held in memory whole: its length must be
+    // one the counts can fill (entries, each block's sub-blocks at most,
+    // each asset's name at most) and at most MAX_TOC_LEN, whatever the
+    // file's length says (a sparse file is long for free).
+    let justified = hd.block_count as u64
+        * (BLOCK_ENTRY_LEN + MAX_SUB_BLOCKS * SUB_ENTRY_LEN) as u64
+        + hd.asset_count as u64 * (ASSET_ENTRY_LEN + format::MAX_NAME_LEN) as u64;
+    if hd.toc_len > justified.min(format::MAX_TOC_LEN) {
+        return Err(corrupt(
+            p,
+            "header",
+            h::TOC_LEN as u64,
+            format!(
+                "a table of contents of {} bytes is longer than {} blocks and {} assets can fill ({}), or than {} bytes",
+                hd.toc_len,
+                hd.block_count,
+                hd.asset_count,
+                justified,
+                format::MAX_TOC_LEN
             ),
         ));
     }

@@ -151,6 +151,9 @@ fn members(
     Ok((members, Some(section)))
 }
 
+/// The most of a table of contents read at once.
+const TOC_PIECE: usize = 8 << 20;
+
 /// Reads the table of contents and checks it against the header's
 /// checksum, before any of its entries is looked at.
 fn read_checked(
@@ -158,10 +161,27 @@ fn read_checked(
     hd: &Header,
     mut read_toc: impl FnMut(u64, usize) -> Result<Vec<u8>, PackError>,
 ) -> Result<Vec<u8>, PackError> {
-    // toc_len <= file_len (checked with the header), so this allocation is
-    // what the file justifies.
-    let toc = read_toc(hd.toc_offset, hd.toc_len as usize)?;
-    let computed = crc32c::crc32c(&toc);
+    // The header bounded toc_len by the counts and MAX_TOC_LEN. Read in
+    // pieces all the same: memory grows only as bytes arrive, so a file
+    // (or a server) that ends early fails before the whole length is
+    // allocated.
+    let mut toc = Vec::with_capacity((hd.toc_len as usize).min(TOC_PIECE));
+    let mut computed = 0u32;
+    while (toc.len() as u64) < hd.toc_len {
+        let at = toc.len() as u64;
+        let n = (hd.toc_len - at).min(TOC_PIECE as u64) as usize;
+        let piece = read_toc(hd.toc_offset + at, n)?;
+        if piece.len() != n {
+            return Err(corrupt(
+                path,
+                "table of contents",
+                hd.toc_offset + at,
+                format!("read {} of {n} bytes", piece.len()),
+            ));
+        }
+        computed = crc32c::crc32c_append(computed, &piece);
+        toc.extend_from_slice(&piece);
+    }
     if computed != hd.toc_crc {
         return Err(PackError::MetaChecksum {
             path: path.to_path_buf(),
