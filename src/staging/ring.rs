@@ -522,3 +522,29 @@ fn import_chunks(
 ) -> Result<(Vec<Chunk>, bool), String> {
     Err("importing host memory is built on Linux only".into())
 }
+
+#[cfg(all(test, feature = "tools"))]
+mod tests {
+    use super::*;
+
+    /// A discrete GPU's staging (wgpu's noop backend standing in for one,
+    /// `host: false`) hands out no readable view: only copies and fills.
+    /// A CPU adapter's cached memory does.
+    #[test]
+    fn only_cached_host_staging_is_readable() {
+        let ctx = crate::gpu::open_device_for(Some("noop")).unwrap();
+        for host in [false, true] {
+            let mut ring =
+                StagingRing::new(&ctx.device, 1 << 20, 256 << 10, (1 << 30, 1), false, host)
+                    .unwrap();
+            let (_, mut w) = ring.alloc(1000, 256, 0).unwrap();
+            assert!(w.write(0, &[1u8; 1000]));
+            assert!(!w.write(1, &[1u8; 1000]), "a copy past the slot");
+            w.zero_from(500);
+            assert_eq!(w.host_slice().is_some(), host);
+            if let Some(s) = w.host_slice() {
+                assert_eq!((s.len(), s[499], s[500]), (1000, 1, 0));
+            }
+        }
+    }
+}
