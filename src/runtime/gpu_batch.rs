@@ -234,6 +234,26 @@ pub(crate) struct GpuBatcher {
     activity: Arc<Activity>,
 }
 
+/// What recording a batch counts for the stats.
+#[derive(Default)]
+pub(crate) struct Recorded {
+    pub commands: u64,
+    pub dispatches: u64,
+    pub lz4_passes: u64,
+    pub gdeflate_passes: u64,
+    pub copy_passes: u64,
+    /// Dispatches of the pass putting conditioned blocks back in order.
+    pub uncondition_passes: u64,
+    pub texture_copies: u64,
+    /// The mips the texture copies write.
+    pub mips: MipsTouched,
+    /// Pages the driver's GDeflate decoder decoded.
+    pub driver_pages: u64,
+    /// Command buffers to submit before the batch's encoder (the driver's
+    /// decode and what precedes it).
+    pub before: Vec<wgpu::CommandBuffer>,
+}
+
 /// The GPU decoders a batcher runs: each `None` where its codec decodes on
 /// CPU threads.
 pub(crate) struct Decoders {

@@ -31,7 +31,7 @@ use crate::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRe
 use crate::decode::gpu::{BlockPass, PassBindings};
 use crate::decode::Lz4BlockDesc;
 
-use super::flush::Recorded;
+use super::Recorded;
 use super::{GpuBatcher, Res};
 
 /// The driver's source and destination buffers of one batch's resources.

@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::decode::gpu::{BlockCheckDesc, BlockPass, Lz4BlockDesc, PassBindings};
 use crate::decode::Lz4Status;
 use crate::destinations::gpu_copies::{
-    plan_outputs, record_copies, DirectRule, MipsTouched, OutputPlan, PartDest,
+    plan_outputs, record_copies, DirectRule, OutputPlan, PartDest,
 };
 use crate::pack::BlockTransform;
 use crate::Codec;
@@ -23,7 +23,7 @@ use super::super::gpu_direct::{end_pinned, part_dests, record_part_direct};
 use super::super::job_table::JobTable;
 use super::super::plan::{BlockData, Class, Place};
 use super::super::RequestError;
-use super::{Entry, Finished, GpuBatcher, Res, MAX_DIRECT};
+use super::{Entry, Finished, GpuBatcher, Recorded, Res, MAX_DIRECT};
 
 /// The open batch's entries after one pass over them.
 struct Sorted<'j> {
@@ -54,26 +54,6 @@ struct Tables {
     /// past the regions, each laid into its region in rows.
     relayouts: Vec<Lz4BlockDesc>,
     entries: Vec<BatchEntry>,
-}
-
-/// What recording a batch counts for the stats.
-#[derive(Default)]
-pub(super) struct Recorded {
-    pub commands: u64,
-    pub dispatches: u64,
-    pub lz4_passes: u64,
-    pub gdeflate_passes: u64,
-    pub copy_passes: u64,
-    /// Dispatches of the pass putting conditioned blocks back in order.
-    pub uncondition_passes: u64,
-    pub texture_copies: u64,
-    /// The mips the texture copies write.
-    pub mips: MipsTouched,
-    /// Pages the driver's GDeflate decoder decoded.
-    pub driver_pages: u64,
-    /// Command buffers to submit before the batch's encoder (the driver's
-    /// decode and what precedes it).
-    pub before: Vec<wgpu::CommandBuffer>,
 }
 
 impl GpuBatcher {
