@@ -15,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
     }
     let declared = (u32::from_le_bytes([data[0], data[1], data[2], 0]) & 0x1_FFFF) as usize;
     let mut out = vec![0u8; declared];
-    if Codec::GDeflate.decompress_into(&data[3..], &mut out).is_ok() {
+    if Codec::GDeflate
+        .decompress_into(&data[3..], &mut out)
+        .is_ok()
+    {
         let again = Codec::GDeflate
             .compress(&out, 6)
             .expect("compress what fits in a block");

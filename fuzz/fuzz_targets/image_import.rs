@@ -8,6 +8,9 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     if let Ok(img) = gpustream::pack::import::decode_image(std::path::Path::new("fuzz.png"), data) {
         assert!(img.width > 0 && img.height > 0);
-        assert_eq!(img.pixels.len(), img.width as usize * img.height as usize * 4);
+        assert_eq!(
+            img.pixels.len(),
+            img.width as usize * img.height as usize * 4
+        );
     }
 });

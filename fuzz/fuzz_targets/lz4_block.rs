@@ -14,9 +14,13 @@ fuzz_target!(|data: &[u8]| {
     let mut out = vec![0u8; declared];
     if Codec::Lz4.decompress_into(&data[3..], &mut out).is_ok() {
         // A stream that decodes must round-trip through the compressor.
-        let again = Codec::Lz4.compress(&out, 1).expect("compress what fits in a block");
+        let again = Codec::Lz4
+            .compress(&out, 1)
+            .expect("compress what fits in a block");
         let mut back = vec![0u8; declared];
-        Codec::Lz4.decompress_into(&again, &mut back).expect("own output decodes");
+        Codec::Lz4
+            .decompress_into(&again, &mut back)
+            .expect("own output decodes");
         assert_eq!(back, out);
     }
 });

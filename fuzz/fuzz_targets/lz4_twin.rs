@@ -45,7 +45,10 @@ fuzz_target!(|data: &[u8]| {
     // The input binding: the stream at src_offset, zero padded to words.
     let mut in_bytes = vec![0u8; src_offset as usize];
     in_bytes.extend_from_slice(stream);
-    in_bytes.resize(in_bytes.len().next_multiple_of(4) + 4 * (twist as usize & 1), 0);
+    in_bytes.resize(
+        in_bytes.len().next_multiple_of(4) + 4 * (twist as usize & 1),
+        0,
+    );
     let input: Vec<u32> = in_bytes
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().unwrap()))

@@ -158,7 +158,9 @@ fn on_disk(head: &[u8], input: &[u8]) {
         if at + 12 > HEADER_LEN + section_len - 4 {
             return;
         }
-        let data_len = get_u64(head, at).min(1 << 20);
+        // Short members keep each run fast; lengths past this only
+        // mismatch the head, which the checks see at once anyway.
+        let data_len = get_u64(head, at).min(256 << 10);
         let n = get_u32(head, at + 8) as usize;
         at += 12 + n;
         let name = format!("m{k}");
@@ -189,7 +191,7 @@ fn on_disk(head: &[u8], input: &[u8]) {
         }
     }
     let len = section.len() + 4;
-    if HEADER_LEN + len > data_offset {
+    if HEADER_LEN + len > data_offset || data_offset > head.len() {
         return;
     }
     put_u32(&mut section, 8, len as u32);

@@ -24,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
     let wild = p[15] & 0x80 != 0;
     let size = if wild { word(0) } else { word(0) % 5000 };
     let src = if wild { word(4) } else { word(4) % 12000 };
-    let dst = if wild { word(8) } else { (word(8) % 12000) & !3 };
+    let dst = if wild {
+        word(8)
+    } else {
+        (word(8) % 12000) & !3
+    };
     let row_bytes = (p[12] as u32) * 4;
     let row_pitch = row_bytes + (p[13] as u32 & 63) * 4;
     let transform = p[14] as u32 % 8;
@@ -32,7 +36,9 @@ fuzz_target!(|data: &[u8]| {
         reserved: [transform, 0],
         ..Lz4BlockDesc::linear(src, size, dst, size).with_rows(row_bytes, row_pitch)
     };
-    let mut initial: Vec<u32> = (0..4096u32).map(|i| i.wrapping_mul(0x9E37_79B9) ^ 0x5A5A_A5A5).collect();
+    let mut initial: Vec<u32> = (0..4096u32)
+        .map(|i| i.wrapping_mul(0x9E37_79B9) ^ 0x5A5A_A5A5)
+        .collect();
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut initial);
     let n = body.len().min(bytes.len());
     bytes[..n].copy_from_slice(&body[..n]);
@@ -49,17 +55,30 @@ fuzz_target!(|data: &[u8]| {
     let (size, src, dst) = (size as usize, src as usize, dst as usize);
     let mut want = vec![0u8; size];
     t.undo(&before[src..src + size], &mut want);
-    let row = if row_bytes == 0 { size.max(1) } else { row_bytes as usize };
-    let pitch = if row_bytes == 0 { row } else { row_pitch as usize };
+    let row = if row_bytes == 0 {
+        size.max(1)
+    } else {
+        row_bytes as usize
+    };
+    let pitch = if row_bytes == 0 {
+        row
+    } else {
+        row_pitch as usize
+    };
     let mut inside = vec![false; after.len()];
     for (r, chunk) in want.chunks(row).enumerate() {
         let at = dst + r * pitch;
         assert_eq!(&after[at..at + chunk.len()], chunk, "row {r}");
-        inside[at..at + chunk.len()].iter_mut().for_each(|b| *b = true);
+        inside[at..at + chunk.len()]
+            .iter_mut()
+            .for_each(|b| *b = true);
     }
     // Bytes outside the rows keep their value (the last word's bytes past
     // the block are merged back, not cleared).
     for (i, (a, b)) in after.iter().zip(before).enumerate() {
-        assert!(inside[i] || a == b, "byte {i} written outside the block's rows");
+        assert!(
+            inside[i] || a == b,
+            "byte {i} written outside the block's rows"
+        );
     }
 });

@@ -14,9 +14,13 @@ fuzz_target!(|data: &[u8]| {
     let mut out = vec![0u8; declared];
     if Codec::Zstd.decompress_into(&data[3..], &mut out).is_ok() {
         // A stream that decodes must round-trip through the compressor.
-        let again = Codec::Zstd.compress(&out, 1).expect("compress what fits in a block");
+        let again = Codec::Zstd
+            .compress(&out, 1)
+            .expect("compress what fits in a block");
         let mut back = vec![0u8; declared];
-        Codec::Zstd.decompress_into(&again, &mut back).expect("own output decodes");
+        Codec::Zstd
+            .decompress_into(&again, &mut back)
+            .expect("own output decodes");
         assert_eq!(back, out);
     }
 });
