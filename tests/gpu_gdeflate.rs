@@ -577,15 +577,14 @@ fn the_gdeflate_decoder_is_chosen_and_reported() {
         )
         .expect("runtime")
     };
-    let env_forces =
-        std::env::var(GDeflateDecoderPreference::ENV).is_ok_and(|v| !v.trim().is_empty());
+    // The configuration alone decides: the library reads no environment.
     let auto = runtime(GDeflateDecoderPreference::Driver);
     let choice = auto
         .gdeflate_decoder()
         .expect("GDeflate decodes on the GPU")
         .clone();
     drop(auto);
-    if !env_forces {
+    {
         match enabled {
             Some(e) => assert_eq!(choice.kind, GDeflateDecoderKind::Driver(e), "{choice}"),
             None => {

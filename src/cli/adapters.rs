@@ -61,7 +61,7 @@ pub fn run(_args: Args) -> CliResult {
             match gpustream::runtime::Runtime::new(
                 &ctx.device,
                 &ctx.queue,
-                gpustream::runtime::RuntimeConfig::default(),
+                crate::cli::env::runtime_config()?,
             ) {
                 Ok(rt) => {
                     if let Some(m) = rt.staging_memory() {
@@ -79,8 +79,8 @@ pub fn run(_args: Args) -> CliResult {
 /// The GDeflate decoder a runtime on `device` would run, and why (the
 /// preference from GPUSTREAM_GDEFLATE_DECODER, else the default).
 pub(crate) fn gdeflate_choice(device: &wgpu::Device) -> String {
-    use gpustream::decode::gpu::{driver_gdeflate, GDeflateDecoderPreference};
-    match GDeflateDecoderPreference::default().resolve() {
+    use gpustream::decode::gpu::driver_gdeflate;
+    match crate::cli::env::gdeflate_decoder() {
         Ok((pref, source)) => {
             driver_gdeflate::choose(driver_gdeflate::support(device), pref, source).to_string()
         }

@@ -240,7 +240,7 @@ pub fn bench(dirs: &[PathBuf], mib: u64, passes: u32) -> Result<DevicesReport, B
     let striped = ensure_striped(dirs, mib)?;
     let mut open = paths.clone();
     open.push(striped.clone());
-    let devices = Devices::open(&open, gpustream::io::IoConfig::default())?;
+    let devices = Devices::open(&open, crate::cli::env::io_config()?)?;
     let all: Vec<usize> = (0..n).collect();
     let bar = indicatif::ProgressBar::new(u64::from(passes) * (n as u64 + 2));
     let mut alone = vec![Vec::new(); n];
@@ -348,7 +348,7 @@ pub fn sweep(
             &paths,
             gpustream::io::IoConfig {
                 max_read: size,
-                ..gpustream::io::IoConfig::default()
+                ..crate::cli::env::io_config()?
             },
         )?;
         let mut one = 0.0;

@@ -4,6 +4,7 @@ pub mod adapters;
 pub mod bench;
 pub mod demo_pack;
 pub mod devices;
+pub mod env;
 pub mod info;
 pub mod logger;
 pub mod pack;

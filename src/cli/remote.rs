@@ -249,7 +249,7 @@ pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, 
         .flat_map(|&i| pack.asset(i).blocks.clone())
         .map(|b| pack.blocks()[b as usize].stored_size as u64)
         .sum();
-    let rt = Runtime::without_gpu(RuntimeConfig::default())?;
+    let rt = Runtime::without_gpu(crate::cli::env::runtime_config()?)?;
     let mems: Vec<HostMemory> = ids
         .iter()
         .map(|&i| HostMemory::new(pack.asset(i).size as usize))

@@ -362,12 +362,12 @@ pub fn replay(args: ReplayArgs) -> CliResult {
             &c.queue,
             RuntimeConfig {
                 staging_size: args.staging << 20,
-                ..Default::default()
+                ..crate::cli::env::runtime_config()?
             },
         )?,
         None => Runtime::without_gpu(RuntimeConfig {
             staging_size: args.staging << 20,
-            ..Default::default()
+            ..crate::cli::env::runtime_config()?
         })?,
     };
     // check() has validated every record; what can still fail here is

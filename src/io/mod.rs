@@ -3,8 +3,8 @@
 //! - Two backends with the same semantics: io_uring ([`BackendKind::IoUring`],
 //!   many reads per `io_uring_enter`, registered files; Linux only) and a
 //!   `pread` thread pool ([`BackendKind::Threads`]; positioned `ReadFile`
-//!   on Windows), chosen by [`BackendKind::Auto`] (`GPUSTREAM_IO=threads`
-//!   forces the pool).
+//!   on Windows), chosen by [`BackendKind::Auto`] or named in
+//!   [`IoConfig::backend`].
 //! - Files open with O_DIRECT where the filesystem allows ([`IoFile`]), so
 //!   the page cache neither flatters benchmarks nor costs a copy (macOS:
 //!   `F_NOCACHE`; Windows: buffered).
@@ -75,13 +75,31 @@ use std::sync::atomic::Ordering::Relaxed;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendKind {
     /// io_uring when the kernel allows it, the thread pool otherwise (with a
-    /// notice); `GPUSTREAM_IO=threads` (or `io_uring`) overrides the choice.
+    /// notice). The library reads no environment: an application that wants
+    /// a switch of its own sets [`IoConfig::backend`] (the `gpustream` tool
+    /// reads `GPUSTREAM_IO` for its commands).
     #[default]
     Auto,
     /// io_uring; [`IoEngine::new`] fails where it is unavailable.
     IoUring,
     /// The `pread` thread pool.
     Threads,
+}
+
+impl std::str::FromStr for BackendKind {
+    type Err = String;
+
+    /// `auto`, `io_uring` or `threads` (any case).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" | "" => Ok(BackendKind::Auto),
+            "io_uring" | "uring" => Ok(BackendKind::IoUring),
+            "threads" => Ok(BackendKind::Threads),
+            other => Err(format!(
+                "unknown I/O backend {other:?}: expected auto, io_uring or threads"
+            )),
+        }
+    }
 }
 
 /// Request priority. Higher classes go first; lower ones age into higher
@@ -292,7 +310,6 @@ impl IoEngine {
     pub fn new(mut cfg: IoConfig) -> Result<IoEngine, IoError> {
         cfg.queue_depth = cfg.queue_depth.clamp(1, MAX_QUEUE_DEPTH);
         cfg.max_read = cfg.max_read.max(1);
-        let env = std::env::var("GPUSTREAM_IO").unwrap_or_default();
         let kind = match cfg.backend {
             BackendKind::Threads => Resolved::Threads,
             BackendKind::IoUring => {
@@ -302,7 +319,6 @@ impl IoEngine {
                 })?;
                 Resolved::Uring
             }
-            BackendKind::Auto if env == "threads" => Resolved::Threads,
             // Only Linux has io_uring: elsewhere the pool is the backend,
             // not a fallback worth a notice.
             BackendKind::Auto if !cfg!(target_os = "linux") => Resolved::Threads,

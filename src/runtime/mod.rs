@@ -178,8 +178,8 @@ pub struct RuntimeConfig {
     pub import_staging_memory: bool,
 }
 
-/// The GDeflate decoder for `device` under `preference` (or the
-/// environment's), with the driver's decoder where that is the choice.
+/// The GDeflate decoder for `device` under the configured `preference`,
+/// with the driver's decoder where that is the choice.
 fn gdeflate_decoder(
     device: &wgpu::Device,
     preference: crate::decode::gpu::GDeflateDecoderPreference,
@@ -192,8 +192,7 @@ fn gdeflate_decoder(
 > {
     use crate::decode::gpu::driver_gdeflate::{self as driver, DriverGDeflate};
     use crate::decode::gpu::GDeflateDecoderKind;
-    let (preference, source) = preference.resolve().map_err(RuntimeError::Config)?;
-    let mut choice = driver::choose(driver::support(device), preference, source);
+    let mut choice = driver::choose(driver::support(device), preference, "configured");
     let decoder = match choice.kind {
         GDeflateDecoderKind::Driver(e) => {
             let d = DriverGDeflate::new(device);

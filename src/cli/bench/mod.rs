@@ -23,7 +23,7 @@ use gpustream::codec::Codec;
 use gpustream::completion::Fence;
 use gpustream::decode::gpu::Lz4DecodePath;
 use gpustream::gpu::GpuContext;
-use gpustream::io::{IoConfig, OpenMode};
+use gpustream::io::OpenMode;
 use gpustream::pack::Pack;
 use gpustream::runtime::{QueueConfig, RequestError, Runtime, RuntimeConfig};
 
@@ -555,7 +555,8 @@ fn measure<'a>(
         } else {
             OpenMode::Auto
         },
-        io: IoConfig::default(),
+        io: crate::cli::env::io_config()?,
+        gdeflate_decoder: crate::cli::env::gdeflate_decoder()?.0,
         map_cached_files: plan.map,
         // The noop backend stands in for a discrete GPU: it takes the
         // branches one takes (staging the CPU only writes, GPU layout).

@@ -10,7 +10,7 @@ use std::time::Instant;
 use crossbeam::channel;
 
 use crate::cli::report::Table;
-use gpustream::io::{fiemap, AlignedBuf, IoConfig, IoEngine, IoFile, OpenMode, Priority, ReadOp};
+use gpustream::io::{fiemap, AlignedBuf, IoEngine, IoFile, OpenMode, Priority, ReadOp};
 
 use super::fmt_mb;
 use crate::cli::CliResult;
@@ -185,7 +185,7 @@ fn raw_fd_of(p: &Path, direct: bool) -> std::io::Result<std::fs::File> {
 /// Submits every file (in name order) to the engine in batches; the
 /// engine's scheduler reorders each batch by physical position.
 fn read_files_engine(paths: &[PathBuf]) -> Result<f64, Box<dyn std::error::Error + Send + Sync>> {
-    let engine = IoEngine::new(IoConfig::default())?;
+    let engine = IoEngine::new(crate::cli::env::io_config()?)?;
     let t = Instant::now();
     for chunk in paths.chunks(512) {
         let files: Vec<IoFile> = chunk

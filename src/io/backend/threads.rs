@@ -1,6 +1,6 @@
 //! The `pread` thread pool: the fallback where io_uring is unavailable (old
-//! kernels, seccomp sandboxes, every OS but Linux) or forced with
-//! `GPUSTREAM_IO=threads`. Each read is one positioned read
+//! kernels, seccomp sandboxes, every OS but Linux) or asked for with
+//! `BackendKind::Threads`. Each read is one positioned read
 //! ([`super::read_at`]: `pread`, or `ReadFile` at an offset on Windows). One
 //! pool per device worker, as many threads as the queue depth, so the
 //! device sees the same number of requests in flight as with io_uring.

@@ -87,11 +87,6 @@ pub enum GDeflateDecoderPreference {
 }
 
 impl GDeflateDecoderPreference {
-    /// The environment variable that overrides the configured preference
-    /// (`wgsl` or `driver`), so a user can pick the decoder without
-    /// rebuilding the application.
-    pub const ENV: &'static str = "GPUSTREAM_GDEFLATE_DECODER";
-
     /// Parses `wgsl` or `driver` (any case).
     pub fn parse(s: &str) -> Result<Self, String> {
         match s.trim().to_ascii_lowercase().as_str() {
@@ -101,25 +96,6 @@ impl GDeflateDecoderPreference {
                 "unknown GDeflate decoder {other:?}: expected wgsl or driver"
             )),
         }
-    }
-
-    /// The preference [`Self::ENV`] names, if set and not empty.
-    pub fn from_env() -> Result<Option<Self>, String> {
-        match std::env::var(Self::ENV) {
-            Ok(v) if !v.trim().is_empty() => Self::parse(&v)
-                .map(Some)
-                .map_err(|e| format!("{}: {e}", Self::ENV)),
-            _ => Ok(None),
-        }
-    }
-
-    /// `self`, unless [`Self::ENV`] says otherwise; with where the
-    /// answer came from, for reasons.
-    pub fn resolve(self) -> Result<(Self, &'static str), String> {
-        Ok(match Self::from_env()? {
-            Some(p) => (p, "set by GPUSTREAM_GDEFLATE_DECODER"),
-            None => (self, "configured"),
-        })
     }
 }
 
