@@ -17,7 +17,9 @@ pub mod condition;
 #[cfg(feature = "tools")]
 pub mod demo;
 mod error;
-pub mod format;
+// The byte layout (header offsets, entry sizes, limits): the packer's,
+// the fuzz targets' and the tests'. An engine reads packs through `Pack`.
+crate::tools_pub_mod!(format);
 #[cfg(feature = "tools")]
 pub mod import;
 #[cfg(feature = "tools")]
@@ -37,7 +39,8 @@ mod basis_etc1s;
 #[cfg(feature = "tools")]
 pub mod dds;
 mod source;
-pub mod stripe;
+// Writing striped packs and their on-disk layout: the packer's.
+crate::tools_pub_mod!(stripe);
 
 pub use condition::BlockTransform;
 pub use error::PackError;
@@ -98,7 +101,7 @@ impl Block {
 }
 
 /// One file of a pack: the pack itself, or one member of a striped pack
-/// ([`stripe`]).
+/// (docs/pack-format.md, "Striped packs").
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Member {

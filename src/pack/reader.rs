@@ -280,7 +280,8 @@ impl Pack {
         &self.members
     }
 
-    /// Whether the blocks lie in several files ([`crate::pack::stripe`]).
+    /// Whether the blocks lie in several files: a striped pack
+    /// (docs/pack-format.md, "Striped packs").
     pub fn is_striped(&self) -> bool {
         self.members.len() > 1
     }
