@@ -162,38 +162,42 @@ impl Default for IoConfig {
 /// The largest queue depth accepted (io_uring rings are sized from it).
 pub const MAX_QUEUE_DEPTH: usize = 4096;
 
-/// One read into caller-owned memory, for `IoEngine::submit` (public with
-/// the `tools` feature).
-#[derive(Debug, Clone)]
-pub struct ReadOp {
-    /// The file to read.
-    pub file: IoFile,
-    /// File offset of the first byte.
-    pub offset: u64,
-    /// Bytes to read.
-    pub len: usize,
-    /// Where they go: valid for `len` bytes until the completion arrives.
-    /// Direct reads need it (and offset and len) aligned to
-    /// [`IoFile::alignment`]; unaligned requests still work, buffered.
-    pub dest: *mut u8,
-    /// Scheduling priority.
-    pub priority: Priority,
-    /// Echoed in the completion.
-    pub user_data: u64,
-}
+crate::tools_pub!(
+    /// One read into caller-owned memory, for `IoEngine::submit` (public with
+    /// the `tools` feature).
+    #[derive(Debug, Clone)]
+    struct ReadOp {
+        /// The file to read.
+        pub file: IoFile,
+        /// File offset of the first byte.
+        pub offset: u64,
+        /// Bytes to read.
+        pub len: usize,
+        /// Where they go: valid for `len` bytes until the completion arrives.
+        /// Direct reads need it (and offset and len) aligned to
+        /// [`IoFile::alignment`]; unaligned requests still work, buffered.
+        pub dest: *mut u8,
+        /// Scheduling priority.
+        pub priority: Priority,
+        /// Echoed in the completion.
+        pub user_data: u64,
+    }
+);
 
 // SAFETY: `dest` is only written by the engine, under the contract of
 // `IoEngine::submit`.
 unsafe impl Send for ReadOp {}
 
-/// The outcome of one [`ReadOp`], delivered exactly once.
-#[derive(Debug)]
-pub struct ReadCompletion {
-    /// The op's `user_data`.
-    pub user_data: u64,
-    /// Bytes read (less than asked only at the end of the file), or why not.
-    pub result: Result<usize, IoError>,
-}
+crate::tools_pub!(
+    /// The outcome of one [`ReadOp`], delivered exactly once.
+    #[derive(Debug)]
+    struct ReadCompletion {
+        /// The op's `user_data`.
+        pub user_data: u64,
+        /// Bytes read (less than asked only at the end of the file), or why not.
+        pub result: Result<usize, IoError>,
+    }
+);
 
 /// A requested range's bytes inside a shared, coalesced read buffer.
 #[derive(Clone)]

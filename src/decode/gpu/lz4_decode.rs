@@ -640,20 +640,22 @@ fn decode_batch(
         .collect()
 }
 
-/// Maps a MAP_READ buffer after the queue's work and copies it out, or
-/// `None` if the mapping failed (device lost).
-pub fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Option<Vec<u8>> {
-    let slice = buffer.slice(..);
-    let (tx, rx) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |r| {
-        let _ = tx.send(r);
-    });
-    device.poll(wgpu::PollType::wait_indefinitely()).ok()?;
-    rx.recv().ok()?.ok()?;
-    let data = slice.get_mapped_range().ok()?.to_vec();
-    buffer.unmap();
-    Some(data)
-}
+crate::tools_pub!(
+    /// Maps a MAP_READ buffer after the queue's work and copies it out, or
+    /// `None` if the mapping failed (device lost).
+    fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Option<Vec<u8>> {
+        let slice = buffer.slice(..);
+        let (tx, rx) = std::sync::mpsc::channel();
+        slice.map_async(wgpu::MapMode::Read, move |r| {
+            let _ = tx.send(r);
+        });
+        device.poll(wgpu::PollType::wait_indefinitely()).ok()?;
+        rx.recv().ok()?.ok()?;
+        let data = slice.get_mapped_range().ok()?.to_vec();
+        buffer.unmap();
+        Some(data)
+    }
+);
 
 #[cfg(test)]
 mod tests {
