@@ -10,7 +10,7 @@ mod common;
 
 use common::lz4_batch::Lz4Batch;
 use common::test_device;
-use gpustream::decode::gpu::{BlockPass, Lz4DecodePath, Lz4DecodePipeline, Lz4EncodeError};
+use gpustream::decode::gpu::{BlockPass, Lz4DecodePath, Lz4DecodePipeline, PassError};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
 use gpustream::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
@@ -390,7 +390,7 @@ fn v2_needs_an_output_of_whole_16_byte_units() {
             if pipeline.path().is_wide() && out_len % 16 != 0 {
                 assert_eq!(
                     recorded,
-                    Err(Lz4EncodeError::OutputNotWholeUnits {
+                    Err(PassError::OutputNotWholeUnits {
                         path: pipeline.path().name(),
                         size: out_len
                     })

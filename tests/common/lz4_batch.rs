@@ -6,7 +6,7 @@
 use gpustream::decode::cpu_twin::{
     lz4_decode, lz4_decode_v2_counted, lz4_decode_v2_group, Lz4DecodeCounts,
 };
-use gpustream::decode::gpu::lz4_decode::{read_buffer, Lz4DecodePipeline, Lz4EncodeError};
+use gpustream::decode::gpu::lz4_decode::{read_buffer, Lz4DecodePipeline, PassError};
 use gpustream::decode::gpu::BlockPass;
 use gpustream::decode::Lz4BlockDesc;
 use gpustream::gpu::GpuContext;
@@ -193,7 +193,7 @@ impl Lz4Batch {
         ctx: &GpuContext,
         pipeline: &Lz4DecodePipeline,
         initial: &[u32],
-    ) -> Result<Option<Lz4BatchResult>, Lz4EncodeError> {
+    ) -> Result<Option<Lz4BatchResult>, PassError> {
         let gpu = self.upload(ctx, initial);
         let mut encoder = ctx.device.create_command_encoder(&Default::default());
         gpu.encode(ctx, pipeline, &mut encoder, None)?;
@@ -281,7 +281,7 @@ impl Lz4GpuBatch {
         pipeline: &Lz4DecodePipeline,
         encoder: &mut wgpu::CommandEncoder,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         pipeline.encode_timed(
             &ctx.device,
             encoder,

@@ -11,7 +11,7 @@ use crate::decode::cpu_twin::bcn_uncondition::{element_bytes, WORKGROUP_SIZE};
 use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, upload_table, Access, Kernel,
 };
-use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
+use crate::decode::gpu::lz4_decode::{validate_descs, PassError};
 use crate::decode::Lz4BlockDesc;
 
 /// The shader's WGSL, without the preamble ([`source`]).
@@ -67,7 +67,7 @@ impl UnconditionPipeline {
         output: wgpu::BufferSlice<'_>,
         status: wgpu::BufferSlice<'_>,
         block_count: u32,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         if block_count == 0 {
             return Ok(());
         }
@@ -110,7 +110,7 @@ impl UnconditionPipeline {
         descs: &[Lz4BlockDesc],
         output: &wgpu::Buffer,
         status: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         if descs.is_empty() {
             return Ok(());
         }
@@ -134,8 +134,8 @@ impl UnconditionPipeline {
 pub fn validate_uncondition_descs(
     descs: &[Lz4BlockDesc],
     output_len: u64,
-) -> Result<(), Lz4EncodeError> {
-    let bad = |block, reason| Err(Lz4EncodeError::BadDescriptor { block, reason });
+) -> Result<(), PassError> {
+    let bad = |block, reason| Err(PassError::BadDescriptor { block, reason });
     for (i, d) in descs.iter().enumerate() {
         // 0 (none) is a plain relayout into rows.
         if d.reserved[0] != 0 && element_bytes(d.reserved[0]) == 0 {
@@ -169,7 +169,7 @@ pub fn validate_uncondition_descs(
         // before `e` without a later one doing so first.
         let k = spans.partition_point(|sp| sp.1 <= s);
         if let Some(sp) = spans[k..].iter().find(|sp| sp.0 < e) {
-            return Err(Lz4EncodeError::Overlap {
+            return Err(PassError::Overlap {
                 first: i,
                 second: sp.2,
             });
@@ -207,7 +207,7 @@ mod tests {
         };
         assert!(matches!(
             validate_uncondition_descs(&[unknown], 2048),
-            Err(Lz4EncodeError::BadDescriptor { block: 0, .. })
+            Err(PassError::BadDescriptor { block: 0, .. })
         ));
         // Block 1 writes over block 0's conditioned bytes.
         let over = Lz4BlockDesc {
@@ -216,7 +216,7 @@ mod tests {
         };
         assert!(matches!(
             validate_uncondition_descs(&[ok, over], 2048),
-            Err(Lz4EncodeError::Overlap {
+            Err(PassError::Overlap {
                 first: 0,
                 second: 1
             })

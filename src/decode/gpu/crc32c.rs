@@ -11,7 +11,7 @@ use crate::decode::cpu_twin::crc32c::{WORKGROUP_SIZE, X8_POW};
 use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, upload_table, Access, Kernel,
 };
-use crate::decode::gpu::lz4_decode::Lz4EncodeError;
+use crate::decode::gpu::lz4_decode::PassError;
 
 /// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/crc32c.wgsl");
@@ -65,7 +65,7 @@ impl Crc32cPipeline {
         status: &wgpu::Buffer,
         computed: &wgpu::Buffer,
         block_count: u32,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         self.encode_timed(
             device,
             encoder,
@@ -91,7 +91,7 @@ impl Crc32cPipeline {
         computed: &wgpu::Buffer,
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         if block_count == 0 {
             return Ok(());
         }
@@ -136,7 +136,7 @@ impl Crc32cPipeline {
         descs: &[BlockCheckDesc],
         status: &wgpu::Buffer,
         computed: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         if descs.is_empty() {
             return Ok(());
         }

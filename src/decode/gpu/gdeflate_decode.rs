@@ -9,7 +9,7 @@ use crate::decode::cpu_twin::gdeflate_decode::LANES;
 use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
-use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
+use crate::decode::gpu::lz4_decode::{validate_descs, PassError};
 #[cfg(feature = "tools")]
 use crate::decode::GDeflateStatus;
 use crate::decode::Lz4BlockDesc;
@@ -69,7 +69,7 @@ impl BlockPass for GDeflateDecodePipeline {
         descs: &[Lz4BlockDesc],
         input_len: u64,
         output_len: u64,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         validate_gdeflate_descs(descs, input_len, output_len)
     }
 
@@ -80,7 +80,7 @@ impl BlockPass for GDeflateDecodePipeline {
         bindings: PassBindings<'_>,
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         let PassBindings {
             input,
             descs,
@@ -135,7 +135,7 @@ pub fn validate_gdeflate_descs(
     descs: &[Lz4BlockDesc],
     input_len: u64,
     output_len: u64,
-) -> Result<(), Lz4EncodeError> {
+) -> Result<(), PassError> {
     validate_descs(descs, input_len, output_len)
 }
 

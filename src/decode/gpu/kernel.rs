@@ -61,7 +61,7 @@ pub trait BlockPass {
         bindings: PassBindings<'_>,
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError>;
+    ) -> Result<(), PassError>;
 
     /// [`Self::encode_in`] over whole buffers (`input` as given), with GPU
     /// timestamps written at the start and end of the pass.
@@ -76,7 +76,7 @@ pub trait BlockPass {
         status: &wgpu::Buffer,
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         let bindings = PassBindings::whole(input, descs, output, status);
         self.encode_in(device, encoder, bindings, block_count, timestamp_writes)
     }
@@ -92,7 +92,7 @@ pub trait BlockPass {
         output: &wgpu::Buffer,
         status: &wgpu::Buffer,
         block_count: u32,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         self.encode_timed(
             device,
             encoder,
@@ -115,7 +115,7 @@ pub trait BlockPass {
         descs: &[Lz4BlockDesc],
         input_len: u64,
         output_len: u64,
-    ) -> Result<(), Lz4EncodeError>;
+    ) -> Result<(), PassError>;
 
     /// Checks `descs` ([`Self::validate_table`]), uploads them as the
     /// descriptor table and records the dispatch over whole buffers.
@@ -127,7 +127,7 @@ pub trait BlockPass {
         descs: &[Lz4BlockDesc],
         output: &wgpu::Buffer,
         status: &wgpu::Buffer,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         if descs.is_empty() {
             return Ok(());
         }
@@ -300,8 +300,8 @@ pub(crate) fn upload_table<T: bytemuck::Pod>(
     device: &wgpu::Device,
     label: &str,
     descs: &[T],
-) -> Result<(wgpu::Buffer, u32), Lz4EncodeError> {
-    let count = u32::try_from(descs.len()).map_err(|_| Lz4EncodeError::TooManyBlocks {
+) -> Result<(wgpu::Buffer, u32), PassError> {
+    let count = u32::try_from(descs.len()).map_err(|_| PassError::TooManyBlocks {
         blocks: descs.len() as u64,
         limit: u32::MAX as u64,
     })?;
@@ -328,7 +328,7 @@ pub(crate) fn check_batch(
     input: &wgpu::BufferSlice<'_>,
     tables: &[(&'static str, wgpu::BufferSlice<'_>, u64)],
     block_count: u32,
-) -> Result<(u32, u32), Lz4EncodeError> {
+) -> Result<(u32, u32), PassError> {
     let limits = device.limits();
     let max_binding = limits
         .max_storage_buffer_binding_size
@@ -340,7 +340,7 @@ pub(crate) fn check_batch(
             || !size.is_multiple_of(4)
             || size > max_binding
         {
-            Err(Lz4EncodeError::Binding {
+            Err(PassError::Binding {
                 binding,
                 offset,
                 size,
@@ -356,7 +356,7 @@ pub(crate) fn check_batch(
         check(what, slice.offset(), slice.size())?;
         let needed = block_count as u64 * bytes_per_block;
         if slice.size() < needed {
-            return Err(Lz4EncodeError::TooSmall {
+            return Err(PassError::TooSmall {
                 what,
                 blocks: block_count,
                 needed,
@@ -373,13 +373,13 @@ pub(crate) fn grid(
     device: &wgpu::Device,
     block_count: u32,
     per_group: u32,
-) -> Result<(u32, u32), Lz4EncodeError> {
+) -> Result<(u32, u32), PassError> {
     let per_dim = device.limits().max_compute_workgroups_per_dimension.max(1);
     let groups = block_count.div_ceil(per_group.max(1)).max(1);
     let grid_x = groups.min(per_dim);
     let grid_y = groups.div_ceil(grid_x);
     if grid_y > per_dim {
-        return Err(Lz4EncodeError::TooManyBlocks {
+        return Err(PassError::TooManyBlocks {
             blocks: block_count as u64,
             limit: per_dim as u64 * per_dim as u64 * per_group.max(1) as u64,
         });
@@ -387,12 +387,12 @@ pub(crate) fn grid(
     Ok((grid_x, grid_y))
 }
 
-/// Parses and validates a WGSL module with naga, as wgpu will (unit tests).
-/// Why a batch could not be recorded. Nothing is recorded when `encode`
-/// returns one of these.
+/// Why a GPU pass (an LZ4 or GDeflate decode, a stored copy, a checksum or
+/// un-conditioning pass) could not record a batch. Nothing is recorded when
+/// `encode` returns one of these.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Lz4EncodeError {
+pub enum PassError {
     /// A binding's offset or size breaks the device's storage-binding rules.
     #[error("{binding} binding at offset {offset}, {size} bytes: needs offset a multiple of {align}, size a non-zero multiple of 4, at most {max} bytes")]
     Binding {

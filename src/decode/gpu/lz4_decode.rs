@@ -148,7 +148,7 @@ impl Lz4DecodePath {
     /// Whether the variant writes long passes with 16-byte stores
     /// (v2's `override WIDE`). Only these bind the output as 16-byte units
     /// and need an output buffer of a multiple of 16 bytes
-    /// ([`Lz4EncodeError::OutputNotWholeUnits`]); the others bind it as
+    /// ([`PassError::OutputNotWholeUnits`]); the others bind it as
     /// words and store one word per lane, as v2 did before the wide stores.
     pub fn is_wide(self) -> bool {
         matches!(
@@ -252,7 +252,7 @@ pub enum Lz4PipelineError {
     },
 }
 
-pub use super::kernel::Lz4EncodeError;
+pub use super::kernel::PassError;
 
 /// The compute pipeline decoding batches of LZ4 blocks on the GPU.
 pub struct Lz4DecodePipeline {
@@ -358,7 +358,7 @@ impl BlockPass for Lz4DecodePipeline {
         descs: &[Lz4BlockDesc],
         input_len: u64,
         output_len: u64,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         validate_descs(descs, input_len, output_len)
     }
 
@@ -369,7 +369,7 @@ impl BlockPass for Lz4DecodePipeline {
         bindings: PassBindings<'_>,
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         let PassBindings {
             input,
             descs,
@@ -380,7 +380,7 @@ impl BlockPass for Lz4DecodePipeline {
             return Ok(());
         }
         if self.path.is_wide() && !output.size().is_multiple_of(16) {
-            return Err(Lz4EncodeError::OutputNotWholeUnits {
+            return Err(PassError::OutputNotWholeUnits {
                 path: self.path.name(),
                 size: output.size(),
             });
@@ -429,8 +429,8 @@ pub fn validate_descs(
     descs: &[Lz4BlockDesc],
     input_len: u64,
     output_len: u64,
-) -> Result<(), Lz4EncodeError> {
-    let bad = |block, reason| Err(Lz4EncodeError::BadDescriptor { block, reason });
+) -> Result<(), PassError> {
+    let bad = |block, reason| Err(PassError::BadDescriptor { block, reason });
     // Output byte ranges [start, end) with their block, one per row.
     let mut spans: Vec<(u64, u64, usize)> = Vec::with_capacity(descs.len());
     for (i, d) in descs.iter().enumerate() {
@@ -482,7 +482,7 @@ pub fn validate_descs(
     for pair in spans.windows(2) {
         // Ranges start 4-byte aligned, so disjoint ranges never share a word.
         if pair[1].0 < pair[0].1 {
-            return Err(Lz4EncodeError::Overlap {
+            return Err(PassError::Overlap {
                 first: pair[0].2,
                 second: pair[1].2,
             });
@@ -688,12 +688,12 @@ mod tests {
         assert_eq!(validate_descs(&[ok], 10, 100), Ok(()));
         assert!(matches!(
             validate_descs(&[ok], 9, 100),
-            Err(Lz4EncodeError::BadDescriptor { block: 0, .. })
+            Err(PassError::BadDescriptor { block: 0, .. })
         ));
         let other = Lz4BlockDesc::linear(0, 10, 96, 8);
         assert_eq!(
             validate_descs(&[ok, other], 10, 200),
-            Err(Lz4EncodeError::Overlap {
+            Err(PassError::Overlap {
                 first: 0,
                 second: 1
             })

@@ -9,7 +9,7 @@ use crate::decode::cpu_twin::stored_copy::WORKGROUP_SIZE;
 use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
-use crate::decode::gpu::lz4_decode::{validate_descs, Lz4EncodeError};
+use crate::decode::gpu::lz4_decode::{validate_descs, PassError};
 use crate::decode::Lz4BlockDesc;
 
 /// The shader's WGSL, without the preamble ([`source`]).
@@ -59,7 +59,7 @@ impl BlockPass for StoredCopyPipeline {
         descs: &[Lz4BlockDesc],
         input_len: u64,
         output_len: u64,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         validate_stored_descs(descs, input_len, output_len)
     }
 
@@ -70,7 +70,7 @@ impl BlockPass for StoredCopyPipeline {
         bindings: PassBindings<'_>,
         block_count: u32,
         timestamp_writes: Option<wgpu::ComputePassTimestampWrites<'_>>,
-    ) -> Result<(), Lz4EncodeError> {
+    ) -> Result<(), PassError> {
         let PassBindings {
             input,
             descs,
@@ -117,9 +117,9 @@ pub fn validate_stored_descs(
     descs: &[Lz4BlockDesc],
     input_len: u64,
     output_len: u64,
-) -> Result<(), Lz4EncodeError> {
+) -> Result<(), PassError> {
     if let Some(block) = descs.iter().position(|d| d.src_size != d.dst_size) {
-        return Err(Lz4EncodeError::BadDescriptor {
+        return Err(PassError::BadDescriptor {
             block,
             reason: "a stored block's src_size must equal its dst_size",
         });
@@ -144,12 +144,12 @@ mod tests {
         let sizes_differ = Lz4BlockDesc::linear(3, 10, 16, 12);
         assert!(matches!(
             validate_stored_descs(&[ok, sizes_differ], 13, 64),
-            Err(Lz4EncodeError::BadDescriptor { block: 1, .. })
+            Err(PassError::BadDescriptor { block: 1, .. })
         ));
         let overlap = Lz4BlockDesc::linear(0, 4, 8, 4);
         assert!(matches!(
             validate_stored_descs(&[ok, overlap], 13, 64),
-            Err(Lz4EncodeError::Overlap { .. })
+            Err(PassError::Overlap { .. })
         ));
     }
 }
