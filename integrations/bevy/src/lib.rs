@@ -83,6 +83,7 @@
 pub mod diagnostics;
 mod loader;
 pub mod need;
+mod packs;
 pub(crate) mod residency;
 mod source;
 pub mod stream;

@@ -14,7 +14,7 @@ use bevy::asset::{AssetLoader, LoadContext};
 use bevy::prelude::*;
 use gpustream::pack::{full_mip_count, TextureFormat, TextureInfo, MAX_TEXTURE_DIM};
 
-use crate::source::{name_of, PackSources};
+use crate::packs::{name_of, PackSources};
 use crate::stream::image::streamed_image;
 use crate::stream::TextureStreamer;
 

@@ -18,7 +18,7 @@
 //! it, and the texture meta is only read while `AssetPlugin::meta_check`
 //! is `AssetMetaCheck::Always` (the default) or lists the path.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -32,6 +32,7 @@ use bevy::reflect::TypePath;
 use gpustream::pack::{Asset as PackAsset, AssetId as PackAssetId, Pack, PackError};
 
 use crate::loader::{descriptor, StreamedTextureLoader};
+use crate::packs::{name_of, PackSource, PackSources};
 
 /// Why a pack could not be registered as an asset source.
 #[derive(Debug, thiserror::Error)]
@@ -127,7 +128,7 @@ impl PackSourceAppExt for App {
         if self
             .world()
             .get_resource::<PackSources>()
-            .is_some_and(|s| s.0.contains_key(name))
+            .is_some_and(|s| s.get(name).is_some())
         {
             return Err(PackSourceError::NameTaken {
                 name: name.to_string(),
@@ -143,7 +144,6 @@ impl PackSourceAppExt for App {
         let reader_toc = toc.clone();
         self.world_mut()
             .get_resource_or_init::<PackSources>()
-            .0
             .insert(name.to_string(), PackSource { path, toc });
         self.register_asset_source(
             name.to_string(),
@@ -155,38 +155,6 @@ impl PackSourceAppExt for App {
         );
         Ok(self)
     }
-}
-
-/// One registered pack source.
-pub(crate) struct PackSource {
-    pub(crate) path: PathBuf,
-    pub(crate) toc: Arc<Pack>,
-}
-
-/// The packs registered as asset sources, by source name: the streamer
-/// finds a loaded image's pack here.
-#[derive(Resource, Default)]
-pub(crate) struct PackSources(HashMap<String, PackSource>);
-
-impl PackSources {
-    pub(crate) fn get(&self, name: &str) -> Option<&PackSource> {
-        self.0.get(name)
-    }
-}
-
-/// The pack asset name of a path within a source: its parts joined by `/`,
-/// as the packer names files of nested folders. `None` for a path that
-/// cannot name an asset (empty, absolute, or with `..`).
-pub(crate) fn name_of(path: &Path) -> Option<String> {
-    let mut parts = Vec::new();
-    for c in path.components() {
-        match c {
-            Component::Normal(p) => parts.push(p.to_str()?),
-            Component::CurDir => {}
-            _ => return None,
-        }
-    }
-    (!parts.is_empty()).then(|| parts.join("/"))
 }
 
 /// The asset meta of every texture in a pack: load with

@@ -22,15 +22,9 @@ use crate::stream::TextureStreamer;
 #[derive(Resource, Default)]
 pub(crate) struct MovedLastFrame(HashSet<AssetId<Image>>);
 
-/// A view of mips `base..mip_count`.
-pub fn view_of(base: u8, mip_count: u8) -> wgpu::TextureViewDescriptor<'static> {
-    wgpu::TextureViewDescriptor {
-        label: None,
-        base_mip_level: u32::from(base),
-        mip_level_count: Some(u32::from(mip_count.saturating_sub(base).max(1))),
-        ..Default::default()
-    }
-}
+/// A view of mips `base..mip_count` (it lives with the streamed image it
+/// describes).
+pub use crate::stream::image::view_of;
 
 /// Moves the views of images whose residency changed this frame.
 pub(crate) fn update_views(

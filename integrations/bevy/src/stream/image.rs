@@ -23,10 +23,7 @@ pub(crate) fn streamed_image(info: &TextureInfo, extra: wgpu::TextureUsages) -> 
         usage: wgpu::TextureUsages::TEXTURE_BINDING | wgpu::TextureUsages::COPY_DST | extra,
         view_formats: &[],
     };
-    image.texture_view_descriptor = Some(crate::view::view_of(
-        info.mip_count.saturating_sub(1),
-        info.mip_count,
-    ));
+    image.texture_view_descriptor = Some(view_of(info.mip_count.saturating_sub(1), info.mip_count));
     image.asset_usage = RenderAssetUsages::default();
     image.sampler = ImageSampler::Descriptor(ImageSamplerDescriptor {
         label: None,
@@ -69,4 +66,14 @@ pub(super) fn floor_mip(pack: &Pack, asset: PackAssetId, info: &TextureInfo) -> 
 pub(super) fn tail_bytes(pack: &Pack, asset: PackAssetId, info: &TextureInfo) -> u64 {
     let floor = floor_mip(pack, asset, info);
     mip_bytes(info).iter().skip(usize::from(floor)).sum()
+}
+
+/// A view of mips `base..mip_count`.
+pub fn view_of(base: u8, mip_count: u8) -> wgpu::TextureViewDescriptor<'static> {
+    wgpu::TextureViewDescriptor {
+        label: None,
+        base_mip_level: u32::from(base),
+        mip_level_count: Some(u32::from(mip_count.saturating_sub(base).max(1))),
+        ..Default::default()
+    }
 }
