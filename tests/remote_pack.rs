@@ -516,6 +516,15 @@ fn head_ok(len: u64) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A 206 answer's status line and headers: bytes `a..=b` of a `size`-byte
+/// object, declaring a body of `len` bytes.
+fn partial_head(a: u64, b: u64, size: u64, len: u64) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{size}\r\nContent-Length: {len}\r\nETag: \"v1\"\r\nLast-Modified: Mon, 07 Dec 2026 12:00:00 GMT\r\n\r\n"
+    )
+    .into_bytes()
+}
+
 /// The range a GET asks for.
 fn range_of(head: &str) -> (u64, u64) {
     let r = head
@@ -549,14 +558,7 @@ fn a_body_longer_than_its_range_is_cut_off_not_buffered() {
             return Answer::Bytes(head_ok(1 << 20));
         }
         let (a, b) = range_of(head);
-        Answer::Endless(
-            format!(
-                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{}\r\nContent-Length: {}\r\nETag: \"v1\"\r\nLast-Modified: Mon, 07 Dec 2026 12:00:00 GMT\r\n\r\n",
-                1u64 << 20,
-                1u64 << 62
-            )
-            .into_bytes(),
-        )
+        Answer::Endless(partial_head(a, b, 1 << 20, 1 << 62))
     });
     match RemotePack::open(URL, &hostile_config(dir.path(), server.port)) {
         Err(e @ RemoteError::Fetch { .. }) => {
@@ -578,12 +580,7 @@ fn a_short_body_is_a_typed_error() {
         }
         let (a, _) = range_of(head);
         // Ten bytes, whatever was asked.
-        let mut b = format!(
-            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{}/{}\r\nContent-Length: 10\r\nETag: \"v1\"\r\nLast-Modified: Mon, 07 Dec 2026 12:00:00 GMT\r\n\r\n",
-            a + 9,
-            1u64 << 20
-        )
-        .into_bytes();
+        let mut b = partial_head(a, a + 9, 1 << 20, 10);
         b.extend_from_slice(&[0u8; 10]);
         Answer::Bytes(b)
     });
@@ -638,11 +635,7 @@ fn a_remote_head_declaring_a_huge_table_of_contents_is_refused_from_its_header()
         let body: Vec<u8> = (a..=b)
             .map(|i| bytes.get(i as usize).copied().unwrap_or(0))
             .collect();
-        let mut r = format!(
-            "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b}/{size}\r\nContent-Length: {}\r\nETag: \"v1\"\r\nLast-Modified: Mon, 07 Dec 2026 12:00:00 GMT\r\n\r\n",
-            body.len()
-        )
-        .into_bytes();
+        let mut r = partial_head(a, b, size, body.len() as u64);
         r.extend_from_slice(&body);
         Answer::Bytes(r)
     });
