@@ -5,7 +5,7 @@
 //! assets/rock.png, bricks.png, foliage.png and terrain.jpg; the output is
 //! deterministic).
 
-use gpustream::pack::demo::procedural::{fbm, value_noise};
+use gpustream_tools::demo::procedural::{fbm, value_noise};
 use std::path::Path;
 
 fn rock(size: u32) -> image::RgbImage {

@@ -13,7 +13,7 @@
 //! `benches/codec.rs`. `--decode-only` skips the ratios (their columns
 //! then read 1.000).
 
-use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
+use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{BlockId, Pack};
 use gpustream::Codec;
 use std::hint::black_box;

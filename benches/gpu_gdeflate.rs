@@ -1,7 +1,7 @@
 //! The GPU GDeflate decoders alone: GB/s of output per batch of pages for
 //! the WGSL decoder and, where the Vulkan driver has one
 //! (`VK_EXT/NV_memory_decompression`), the driver's own, on the same pages
-//! on the device `gpustream::gpu::open_device` picks, beside the ratio of
+//! on the device `gpustream_tools::gpu::open_device` picks, beside the ratio of
 //! the same blocks as GDeflate and as LZ4 fast.
 //!
 //! Each pack block (conditioning undone) is compressed to one GDeflate page
@@ -21,9 +21,10 @@
 //! decoder works, not how fast it is on a GPU.
 
 use gpustream::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
-use gpustream::decode::gpu::{read_buffer, BlockPass, GDeflateDecodePipeline};
+use gpustream::decode::gpu::{BlockPass, GDeflateDecodePipeline};
+use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::{GDeflateStatus, Lz4BlockDesc};
-use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
+use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{BlockId, Pack};
 use gpustream::{Codec, MAX_BLOCK_SIZE};
 use std::path::PathBuf;
@@ -109,7 +110,7 @@ struct Batch {
     in_bytes: u64,
 }
 
-fn batch(ctx: &gpustream::gpu::GpuContext, c: &Corpus, n: usize) -> Batch {
+fn batch(ctx: &gpustream_tools::gpu::GpuContext, c: &Corpus, n: usize) -> Batch {
     let mut input = Vec::new();
     let mut descs = Vec::with_capacity(n);
     let mut out_bytes = 0u64;
@@ -155,7 +156,7 @@ fn batch(ctx: &gpustream::gpu::GpuContext, c: &Corpus, n: usize) -> Batch {
 }
 
 /// One dispatch over the batch: wall seconds from submit to idle.
-fn run(ctx: &gpustream::gpu::GpuContext, p: &GDeflateDecodePipeline, b: &Batch) -> f64 {
+fn run(ctx: &gpustream_tools::gpu::GpuContext, p: &GDeflateDecodePipeline, b: &Batch) -> f64 {
     let mut enc = ctx.device.create_command_encoder(&Default::default());
     p.encode_blocks(
         &ctx.device,
@@ -175,7 +176,7 @@ fn run(ctx: &gpustream::gpu::GpuContext, p: &GDeflateDecodePipeline, b: &Batch) 
 }
 
 /// The batch's output and statuses against the blocks.
-fn check(ctx: &gpustream::gpu::GpuContext, c: &Corpus, b: &Batch) {
+fn check(ctx: &gpustream_tools::gpu::GpuContext, c: &Corpus, b: &Batch) {
     let back = |buf: &wgpu::Buffer| {
         let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("gdeflate bench readback"),
@@ -212,7 +213,7 @@ struct DriverBatch {
 }
 
 fn driver_batch(
-    ctx: &gpustream::gpu::GpuContext,
+    ctx: &gpustream_tools::gpu::GpuContext,
     d: &DriverGDeflate,
     c: &Corpus,
     n: usize,
@@ -241,7 +242,7 @@ fn driver_batch(
 }
 
 /// One driver command over the batch: wall seconds from submit to idle.
-fn driver_run(ctx: &gpustream::gpu::GpuContext, d: &DriverGDeflate, b: &DriverBatch) -> f64 {
+fn driver_run(ctx: &gpustream_tools::gpu::GpuContext, d: &DriverGDeflate, b: &DriverBatch) -> f64 {
     let cb = d
         .record(&b.src, &b.dst, &b.regions)
         .expect("record driver decode");
@@ -254,7 +255,7 @@ fn driver_run(ctx: &gpustream::gpu::GpuContext, d: &DriverGDeflate, b: &DriverBa
 }
 
 /// The driver's output against the blocks.
-fn driver_check(ctx: &gpustream::gpu::GpuContext, c: &Corpus, b: &DriverBatch) {
+fn driver_check(ctx: &gpustream_tools::gpu::GpuContext, c: &Corpus, b: &DriverBatch) {
     let size = b.dst.size();
     let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("driver bench readback"),
@@ -315,7 +316,7 @@ fn main() {
         };
         packs.push(ensure_demo_pack(path, config, true).expect("demo pack"));
     }
-    let ctx = match gpustream::gpu::open_device() {
+    let ctx = match gpustream_tools::gpu::open_device() {
         Ok(ctx) => ctx,
         Err(e) => {
             println!("gpu_gdeflate: no GPU adapter ({e}); nothing measured");

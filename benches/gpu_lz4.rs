@@ -9,7 +9,7 @@
 //! original bytes after the warm-up run, before it is timed.
 //!
 //! Corpora:
-//! - `demo`: every LZ4 block of the demo pack (`gpustream::pack::demo`):
+//! - `demo`: every LZ4 block of the demo pack (`gpustream_tools::demo`):
 //!   BC1/BC7 textures the packer encodes from the PNG/JPEG assets with
 //!   procedural variation, plus mesh and scene blobs;
 //! - `bc7`: the BC7 texture blocks of that pack only, decoded in the rows
@@ -59,11 +59,10 @@
 #[allow(dead_code)] // the tests use the rest
 mod lz4_batch;
 
-use gpustream::decode::gpu::{
-    read_buffer, Lz4BlockDesc, Lz4DecodePath, Lz4DecodePipeline, Lz4Status, UnconditionPipeline,
-};
-use gpustream::gpu::{open_device, GpuContext};
-use gpustream::pack::demo::{ensure_demo_pack, DemoConfig};
+use gpustream::decode::gpu::{Lz4BlockDesc, Lz4DecodePath, Lz4DecodePipeline, Lz4Status, UnconditionPipeline};
+use gpustream_tools::gpu::{read_buffer};
+use gpustream_tools::gpu::{open_device, GpuContext};
+use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{
     AssetKind, BlockId, BlockTransform, Pack, TextureFormat, STORE_RAW_UNLESS_SAVES_DIVISOR,
 };

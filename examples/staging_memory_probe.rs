@@ -24,7 +24,7 @@
 //! Run: `WGPU_BACKEND=vulkan cargo run --release --example staging_memory_probe -- [MiB,MiB,...] [--json FILE]`
 //! (default sizes 64,256,1024). Vulkan only: other backends print why not.
 
-use gpustream::gpu::open_device;
+use gpustream_tools::gpu::open_device;
 
 const DEVICE_LOCAL: u32 = 0x1;
 const HOST_VISIBLE: u32 = 0x2;
@@ -177,7 +177,7 @@ fn main() {
 /// into and out of the two kinds of staging: a wgpu `MAP_WRITE` buffer
 /// mapped at creation (BAR memory on a GPU with a large BAR, where reads
 /// are uncached) and ordinary host memory (what imported host memory is).
-fn copy_rates(ctx: &gpustream::gpu::GpuContext, mib: u64) -> serde_json::Value {
+fn copy_rates(ctx: &gpustream_tools::gpu::GpuContext, mib: u64) -> serde_json::Value {
     use std::time::Instant;
     let len = (mib << 20) as usize;
     let src = vec![0x5au8; len];

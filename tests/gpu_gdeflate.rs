@@ -13,11 +13,10 @@ mod common;
 use common::test_device;
 use gdeflate::CompressionLevel;
 use gpustream::decode::cpu_twin::gdeflate_decode;
-use gpustream::decode::gpu::{
-    read_buffer, validate_gdeflate_descs, BlockPass, GDeflateDecodePipeline, PassBindings,
-};
+use gpustream::decode::gpu::{validate_gdeflate_descs, BlockPass, GDeflateDecodePipeline, PassBindings};
+use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::{GDeflateStatus, Lz4BlockDesc};
-use gpustream::gpu::GpuContext;
+use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgpu::util::DeviceExt;

@@ -8,9 +8,10 @@ mod common;
 
 use common::lz4_batch::{Lz4Batch, Lz4BatchResult};
 use common::test_device;
-use gpustream::decode::gpu::{decode_blocks_on_gpu, BlockPass, Lz4DecodePath, Lz4DecodePipeline};
+use gpustream::decode::gpu::{BlockPass, Lz4DecodePath, Lz4DecodePipeline};
+use gpustream_tools::gpu::{decode_blocks_on_gpu};
 use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
-use gpustream::gpu::GpuContext;
+use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -487,7 +488,7 @@ fn decode_into_texture(
     );
     encoder.copy_buffer_to_buffer(&gpu.status, 0, &readback, (pitch * rows) as u64, 4);
     ctx.queue.submit([encoder.finish()]);
-    let bytes = gpustream::decode::gpu::read_buffer(device, &readback).expect("device lost");
+    let bytes = gpustream_tools::gpu::read_buffer(device, &readback).expect("device lost");
     let status = u32::from_le_bytes(bytes[(pitch * rows) as usize..][..4].try_into().unwrap());
     assert_eq!(Lz4Status::from_word(status), Lz4Status::Ok, "{format:?}");
     for r in 0..rows as usize {
@@ -516,7 +517,7 @@ fn padded_rows_copy_into_textures() {
             148,
             1,
         );
-        if common::test_supports(&ctx, gpustream::gpu::Capability::BcReadback) {
+        if common::test_supports(&ctx, gpustream_tools::gpu::Capability::BcReadback) {
             // BC7, 40 x 40 texels: 10 x 10 blocks of 16 bytes, 160-byte rows.
             decode_into_texture(
                 &ctx,

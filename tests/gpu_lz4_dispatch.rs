@@ -11,9 +11,8 @@
 mod common;
 
 use common::test_device;
-use gpustream::decode::gpu::{
-    default_path, read_buffer, BlockPass, Lz4DecodePath, Lz4DecodePipeline,
-};
+use gpustream::decode::gpu::{default_path, BlockPass, Lz4DecodePath, Lz4DecodePipeline};
+use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
 use wgpu::util::DeviceExt;
 

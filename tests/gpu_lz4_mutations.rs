@@ -12,7 +12,7 @@ use common::lz4_batch::Lz4Batch;
 use common::test_device;
 use gpustream::decode::gpu::{BlockPass, Lz4DecodePath, Lz4DecodePipeline, PassError};
 use gpustream::decode::{Lz4BlockDesc, Lz4Status};
-use gpustream::gpu::GpuContext;
+use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgpu::util::DeviceExt;
@@ -407,7 +407,7 @@ fn v2_needs_an_output_of_whole_16_byte_units() {
             encoder.copy_buffer_to_buffer(&batch_output, 0, &readback, 0, out_len);
             encoder.copy_buffer_to_buffer(&status, 0, &readback, out_len, 4);
             ctx.queue.submit([encoder.finish()]);
-            let bytes = gpustream::decode::gpu::read_buffer(device, &readback).unwrap();
+            let bytes = gpustream_tools::gpu::read_buffer(device, &readback).unwrap();
             let at = out_len as usize - 100;
             let word = u32::from_le_bytes(bytes[out_len as usize..].try_into().unwrap());
             let what = format!("{:?}, {out_len}-byte output", pipeline.path());

@@ -9,9 +9,10 @@
 mod common;
 
 use common::test_device;
-use gpustream::decode::gpu::{read_buffer, validate_stored_descs, BlockPass, StoredCopyPipeline};
+use gpustream::decode::gpu::{validate_stored_descs, BlockPass, StoredCopyPipeline};
+use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
-use gpustream::gpu::GpuContext;
+use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgpu::util::DeviceExt;

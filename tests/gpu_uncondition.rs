@@ -11,9 +11,10 @@
 mod common;
 
 use common::test_device;
-use gpustream::decode::gpu::{read_buffer, validate_uncondition_descs, UnconditionPipeline};
+use gpustream::decode::gpu::{validate_uncondition_descs, UnconditionPipeline};
+use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
-use gpustream::gpu::GpuContext;
+use gpustream_tools::gpu::GpuContext;
 use gpustream::pack::BlockTransform;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

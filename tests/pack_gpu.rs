@@ -30,7 +30,7 @@ fn read_block(pack: &Pack, file: &gpustream::pack::PackFiles, id: BlockId) -> Ve
 }
 
 fn upload_and_read_back(
-    ctx: &gpustream::gpu::GpuContext,
+    ctx: &gpustream_tools::gpu::GpuContext,
     pack: &Pack,
     id: AssetId,
 ) -> Vec<Vec<u8>> {
@@ -199,7 +199,7 @@ fn tiles_and_packed_mips_land_where_the_pack_says() {
     eprintln!("adapter: {}", ctx.describe());
     // Without BC readback (GL, or no BC support) only RGBA8 is tested,
     // with a notice (a failure under GPUSTREAM_REQUIRE_GPU=1).
-    let bc = common::test_supports(&ctx, gpustream::gpu::Capability::BcReadback);
+    let bc = common::test_supports(&ctx, gpustream_tools::gpu::Capability::BcReadback);
     let dir = tempfile::tempdir().unwrap();
     let mut cases = vec![(TextureFormat::Rgba8UnormSrgb, 300, 200)];
     if bc {

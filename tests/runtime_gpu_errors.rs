@@ -27,7 +27,7 @@ fn content(seed: u8, len: usize) -> Vec<u8> {
 const SLOT: usize = 4096;
 
 /// Reads `buffer` back to the host.
-fn read_back(ctx: &gpustream::gpu::GpuContext, buffer: &wgpu::Buffer) -> Vec<u8> {
+fn read_back(ctx: &gpustream_tools::gpu::GpuContext, buffer: &wgpu::Buffer) -> Vec<u8> {
     let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("readback"),
         size: buffer.size(),
@@ -51,7 +51,7 @@ fn a_malformed_lz4_block_fails_only_its_own_request_on_the_gpu_path() {
     let Some(ctx) = common::test_device() else {
         return;
     };
-    if !common::test_supports(&ctx, gpustream::gpu::Capability::ComputePasses) {
+    if !common::test_supports(&ctx, gpustream_tools::gpu::Capability::ComputePasses) {
         return;
     }
     let rt = Runtime::new(&ctx.device, &ctx.queue, RuntimeConfig::default()).unwrap();
@@ -155,7 +155,7 @@ fn a_device_destroyed_mid_stream_fails_the_rest_with_device_lost() {
     let Some(ctx) = common::test_device() else {
         return;
     };
-    if !common::test_supports(&ctx, gpustream::gpu::Capability::ComputePasses) {
+    if !common::test_supports(&ctx, gpustream_tools::gpu::Capability::ComputePasses) {
         return;
     }
     let rt = Runtime::new(

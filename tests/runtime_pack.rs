@@ -840,7 +840,7 @@ fn texture_pack_with(
 }
 
 fn read_texture_mip(
-    ctx: &gpustream::gpu::GpuContext,
+    ctx: &gpustream_tools::gpu::GpuContext,
     tex: &wgpu::Texture,
     mip: u32,
     format: TextureFormat,
@@ -893,7 +893,7 @@ fn read_texture_mip(
 }
 
 fn stream_textures(
-    ctx: &gpustream::gpu::GpuContext,
+    ctx: &gpustream_tools::gpu::GpuContext,
     codec: Codec,
     gpu_decompression: bool,
     staging: u64,
@@ -914,7 +914,7 @@ fn stream_textures(
 
 #[allow(clippy::too_many_arguments)]
 fn stream_textures_with(
-    ctx: &gpustream::gpu::GpuContext,
+    ctx: &gpustream_tools::gpu::GpuContext,
     codec: Codec,
     sub_block: u32,
     gpu_decompression: bool,
@@ -986,7 +986,7 @@ fn stream_textures_with(
     for (name, format, width, height, mips) in &textures {
         let asset = pf.pack().find(name).unwrap();
         if format.is_compressed()
-            && !common::test_supports(ctx, gpustream::gpu::Capability::BcReadback)
+            && !common::test_supports(ctx, gpustream_tools::gpu::Capability::BcReadback)
         {
             continue;
         }
@@ -1155,7 +1155,7 @@ fn stream_textures_with(
     // Conditioned texture blocks are put back in order on the GPU when it
     // decodes LZ4, by the CPU threads otherwise. (An adapter that cannot
     // read BC textures back, such as GL on llvmpipe, streams none of them.)
-    let bc_streamed = ctx.lacks(gpustream::gpu::Capability::BcReadback).is_none();
+    let bc_streamed = ctx.lacks(gpustream_tools::gpu::Capability::BcReadback).is_none();
     if condition && matches!(codec, Codec::Lz4 | Codec::GDeflate) && bc_streamed {
         assert_eq!(st.blocks_gpu_unconditioned > 0, gpu_decompression, "{st:?}");
     }
@@ -1477,7 +1477,7 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
     }
 }
 
-fn read_buffer(ctx: &gpustream::gpu::GpuContext, buf: &wgpu::Buffer) -> Vec<u8> {
+fn read_buffer(ctx: &gpustream_tools::gpu::GpuContext, buf: &wgpu::Buffer) -> Vec<u8> {
     let rb = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: None,
         size: buf.size(),
@@ -1737,7 +1737,7 @@ fn a_mip_enqueued_bottom_up_through_small_staging_arrives_whole() {
 /// staging (each mip's rows of tiles bottom first with `bottom_up`),
 /// checks each reads back equal, and returns the queue's stats.
 fn stream_big_texture(
-    ctx: &gpustream::gpu::GpuContext,
+    ctx: &gpustream_tools::gpu::GpuContext,
     codec: Codec,
     gpu_decompression: bool,
     stored_copy_on_gpu: Option<bool>,
@@ -1893,7 +1893,7 @@ fn a_damaged_conditioned_tile_fails_alone_and_its_neighbours_arrive_whole() {
     let Some(ctx) = common::test_device() else {
         return;
     };
-    if !common::test_supports(&ctx, gpustream::gpu::Capability::BcReadback) {
+    if !common::test_supports(&ctx, gpustream_tools::gpu::Capability::BcReadback) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -2019,7 +2019,7 @@ fn a_damaged_conditioned_tile_fails_alone_and_its_neighbours_arrive_whole() {
 /// wgpu's noop backend, with `assume_discrete_gpu`: the stats of the host
 /// side a discrete GPU would run (noop runs no shaders and stores nothing).
 fn noop_discrete_stats(assume_discrete_gpu: bool, gpu_decompression: bool) -> QueueStats {
-    let ctx = gpustream::gpu::open_device_for(Some("noop")).expect("wgpu's noop backend");
+    let ctx = gpustream_tools::gpu::open_device_for(Some("noop")).expect("wgpu's noop backend");
     let dir = tempfile::tempdir().unwrap();
     let (path, textures) = texture_pack_with(dir.path(), Codec::Lz4, 0, true);
     let rt = Runtime::new(

@@ -286,7 +286,7 @@ fn validation_errors_come_back_from_enqueue() {
 /// machine has, so this runs without a GPU too.
 #[test]
 fn a_gpu_destination_on_a_runtime_without_a_gpu_is_refused() {
-    let ctx = gpustream::gpu::open_device_for(Some("noop")).expect("wgpu's noop backend");
+    let ctx = gpustream_tools::gpu::open_device_for(Some("noop")).expect("wgpu's noop backend");
     let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("no-gpu destination"),
         size: 256,

@@ -6,8 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use gpustream::pack::import::{decode_image, read_input};
-use gpustream::pack::ktx2::{read_ktx2, write_ktx2};
+use gpustream_tools::import::{decode_image, read_input};
+use gpustream_tools::ktx2::{read_ktx2, write_ktx2};
 use gpustream::pack::{PackError, TextureFormat};
 use gpustream::runtime::trace::{TraceError, TraceReader, TraceRecord, MAX_LINE_BYTES};
 use rand::{Rng, SeedableRng};

@@ -70,7 +70,7 @@ fn classify(r: &RunResult, cfg: &RunConfig) -> (Vec<u8>, usize) {
 
 fn run(cfg: &RunConfig) -> Option<RunResult> {
     let ctx = common::test_device()?;
-    if !common::test_supports(&ctx, gpustream::gpu::Capability::RenderReadback) {
+    if !common::test_supports(&ctx, gpustream_tools::gpu::Capability::RenderReadback) {
         return None;
     }
     Some(vt::app::run(&ctx, cfg).expect("the demo runs"))

@@ -87,7 +87,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "target/engine_integration.png".into());
 
     // The engine's own device and queue.
-    let ctx = gpustream::gpu::open_device()?;
+    let ctx = gpustream_tools::gpu::open_device()?;
     println!("adapter: {}", ctx.describe());
 
     // The assets, packed once.

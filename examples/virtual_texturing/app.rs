@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use gpustream::gpu::GpuContext;
+use gpustream_tools::gpu::GpuContext;
 
 use super::camera::Camera;
 use super::content::SceneConfig;

@@ -2,7 +2,7 @@
 //! a directory (assets/ by default), mirrored into a seamless square tile
 //! and repeated to the texture's size, with a per-texture tint so patches
 //! differ, and goes through the packer's BCn encoder
-//! (`gpustream::pack::import::encode_mip`).
+//! (`gpustream_tools::import::encode_mip`).
 //!
 //! Encoding a 16384^2 image would take seconds per texture and a GiB of
 //! memory, so the repetition is used: a texture made of a repeated tile of
@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 
 use gpustream::codec::Codec;
-use gpustream::pack::import::{decode_image, downsample, encode_mip, Rgba8Image};
+use gpustream_tools::import::{decode_image, downsample, encode_mip, Rgba8Image};
 use gpustream::pack::{PackWriter, WriterOptions};
 
 use super::content::{pack_matches, SceneConfig};

@@ -13,7 +13,6 @@ pub mod reference;
 pub mod residency;
 pub mod stats;
 pub mod stream;
-// The CLI's table printer (part of the gpustream binary, not the library).
-#[path = "../../src/cli/report/table.rs"]
-pub mod table;
+// The CLI's table printer.
+pub use gpustream_tools::table;
 pub mod window;

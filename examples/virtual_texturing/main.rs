@@ -191,7 +191,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         return Ok(());
     }
-    let ctx = gpustream::gpu::open_device()?;
+    let ctx = gpustream_tools::gpu::open_device()?;
     println!("adapter: {}", ctx.describe());
     println!(
         "scene: {} textures of {}x{} {} ({:.2} GiB), pool {} tiles ({:.0} MiB)",

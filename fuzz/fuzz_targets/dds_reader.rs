@@ -4,7 +4,7 @@
 //! writes back and `read_dds` reads to the same texture.
 #![no_main]
 
-use gpustream::pack::dds::{read_dds, write_dds};
+use gpustream_tools::dds::{read_dds, write_dds};
 use gpustream::pack::mip_extent;
 use libfuzzer_sys::fuzz_target;
 

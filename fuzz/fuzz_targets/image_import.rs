@@ -6,7 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(img) = gpustream::pack::import::decode_image(std::path::Path::new("fuzz.png"), data) {
+    if let Ok(img) = gpustream_tools::import::decode_image(std::path::Path::new("fuzz.png"), data) {
         assert!(img.width > 0 && img.height > 0);
         assert_eq!(
             img.pixels.len(),

@@ -7,7 +7,11 @@
 //! same name and the same loop structure; the twin is the executable spec the
 //! tests hold the shader to.
 
-crate::tools_pub_mod!(cpu_twin);
+#[cfg(feature = "internals")]
+pub mod cpu_twin;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod cpu_twin;
 pub mod gdeflate_status;
 pub mod gpu;
 

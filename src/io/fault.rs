@@ -36,7 +36,7 @@ pub struct FaultConfig {
 
 // Without `tools` the injector is crate-private and its constructors go
 // unused outside tests.
-#[cfg_attr(not(feature = "tools"), allow(dead_code))]
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 impl FaultConfig {
     /// A mix of every fault, for tests: 20% short reads, 5% EIO, 10%
     /// interruptions, 20% delays, 30% reordered batches.

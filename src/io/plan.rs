@@ -42,7 +42,7 @@ pub struct ReadRun {
 
 impl ReadRun {
     /// Bytes read that nobody asked for (gaps between the parts).
-    #[cfg_attr(not(feature = "tools"), allow(dead_code))]
+    #[cfg_attr(not(feature = "internals"), allow(dead_code))]
     pub fn overread(&self) -> usize {
         let mut covered = 0usize;
         let mut end = 0usize;

@@ -246,7 +246,10 @@ pub enum PackError {
 }
 
 impl PackError {
-    pub(crate) fn io(
+    /// An I/O error naming the operation, the file, and the offset and
+    /// length it concerned: for readers of the files a pack is built from
+    /// (the tools' importers), as the pack reader reports its own.
+    pub fn io(
         op: &'static str,
         path: &std::path::Path,
         offset: u64,

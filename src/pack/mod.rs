@@ -1,6 +1,7 @@
 //! The `.gspk` asset pack: its on-disk format (docs/pack-format.md), the
-//! untrusted reader [`Pack`], the writer [`PackWriter`], and (with the
-//! `tools` feature) image and KTX2 import and the demo pack.
+//! untrusted reader [`Pack`] and the writer [`PackWriter`]. Turning images,
+//! KTX2 and DDS files into a writer's input is the tools crate's
+//! (`gpustream-tools`).
 //!
 //! A pack is a 64-byte header, a data region of independently compressed
 //! blocks starting at 4 KiB, and a table of contents at the end. Each block
@@ -12,35 +13,28 @@ use std::ops::Range;
 use std::path::PathBuf;
 
 pub mod condition;
-#[cfg(feature = "tools")]
-// Demo packs for the bench and the tests; the only user of JSON manifests.
-#[cfg(feature = "tools")]
-pub mod demo;
 mod error;
 // The byte layout (header offsets, entry sizes, limits): the packer's,
 // the fuzz targets' and the tests'. An engine reads packs through `Pack`.
-crate::tools_pub_mod!(format);
-#[cfg(feature = "tools")]
-pub mod import;
-#[cfg(feature = "tools")]
-pub mod ktx2;
+#[cfg(feature = "internals")]
+pub mod format;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod format;
 mod member_file;
 mod reader;
 pub mod sub_blocks;
 mod texture;
 mod writer;
 
-// Texture sources: what the pack records, and the readers of
-// DDS and Basis Universal input, which only the packer needs.
-#[cfg(feature = "tools")]
-pub mod basis;
-#[cfg(feature = "tools")]
-mod basis_etc1s;
-#[cfg(feature = "tools")]
-pub mod dds;
+// Texture sources: what the pack records of where a texture came from.
 mod source;
 // Writing striped packs and their on-disk layout: the packer's.
-crate::tools_pub_mod!(stripe);
+#[cfg(feature = "internals")]
+pub mod stripe;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod stripe;
 
 pub use condition::BlockTransform;
 pub use error::PackError;

@@ -18,11 +18,12 @@ pub const MAX_TEXTURE_DIM: u32 = 16384;
 /// The number of mips a [`MAX_TEXTURE_DIM`] texture has.
 pub const MAX_MIPS: u8 = 15;
 
-/// The texel formats a pack can hold.
+/// The texel formats a pack can hold. The list is the pack format's: a new
+/// format is a new pack version, so matches on it may be exhaustive (the
+/// packer's DDS and KTX2 writers map every one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
-#[non_exhaustive]
 pub enum TextureFormat {
     /// 8-bit RGBA, linear.
     Rgba8Unorm,

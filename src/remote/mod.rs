@@ -28,7 +28,11 @@
 
 mod cache;
 mod fetch;
-crate::tools_pub_mod!(http);
+#[cfg(feature = "internals")]
+pub mod http;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod http;
 mod open;
 mod store;
 

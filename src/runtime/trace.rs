@@ -176,7 +176,7 @@ fn parse_json<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, String> {
 }
 
 #[cfg(not(feature = "serde"))]
-#[cfg_attr(not(feature = "tools"), allow(dead_code))]
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 fn parse_json<T>(_text: &str) -> Result<T, String> {
     Err("reading traces needs gpustream's `serde` feature".into())
 }
@@ -423,33 +423,31 @@ pub enum TraceError {
     },
 }
 
-crate::tools_pub! {
-    /// Reads a trace record by record: an iterator of `(line, record)`. The
-    /// header is checked by [`TraceReader::new`]; blank lines are skipped; the
-    /// first error ends the iteration.
-    ///
-    /// Memory use is bounded by [`MAX_LINE_BYTES`] whatever the input holds; a
-    /// caller that keeps the records sets a bound on their number with
-    /// [`TraceReader::with_max_records`].
-    struct TraceReader<R> {
-        path: PathBuf,
-        input: R,
-        /// The number of the line last read (1 is the header).
-        line: u64,
-        /// Byte offset of the next line's start.
-        offset: u64,
-        /// Byte offset of the start of the line in `buf`.
-        line_start: u64,
-        buf: Vec<u8>,
-        records: u64,
-        max_records: u64,
-        done: bool,
-    }
+/// Reads a trace record by record: an iterator of `(line, record)`. The
+/// header is checked by [`TraceReader::new`]; blank lines are skipped; the
+/// first error ends the iteration.
+///
+/// Memory use is bounded by [`MAX_LINE_BYTES`] whatever the input holds; a
+/// caller that keeps the records sets a bound on their number with
+/// [`TraceReader::with_max_records`].
+pub struct TraceReader<R> {
+    path: PathBuf,
+    input: R,
+    /// The number of the line last read (1 is the header).
+    line: u64,
+    /// Byte offset of the next line's start.
+    offset: u64,
+    /// Byte offset of the start of the line in `buf`.
+    line_start: u64,
+    buf: Vec<u8>,
+    records: u64,
+    max_records: u64,
+    done: bool,
 }
 
 // Reading traces back is the tools' (`gpustream replay`); without `tools`
 // the reader is crate-private and unused.
-#[cfg_attr(not(feature = "tools"), allow(dead_code))]
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 impl TraceReader<std::io::BufReader<std::fs::File>> {
     /// Opens a trace file and checks its header.
     pub fn open(path: &Path) -> Result<Self, TraceError> {
@@ -463,7 +461,7 @@ impl TraceReader<std::io::BufReader<std::fs::File>> {
     }
 }
 
-#[cfg_attr(not(feature = "tools"), allow(dead_code))]
+#[cfg_attr(not(feature = "internals"), allow(dead_code))]
 impl<R: BufRead> TraceReader<R> {
     /// Reads and checks the header from `input`; `path` names the trace in
     /// errors.

@@ -10,8 +10,6 @@ use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, PassError};
-#[cfg(feature = "tools")]
-use crate::decode::GDeflateStatus;
 use crate::decode::Lz4BlockDesc;
 
 /// The shader's WGSL, without the preamble ([`source`]).
@@ -137,116 +135,6 @@ pub fn validate_gdeflate_descs(
     output_len: u64,
 ) -> Result<(), PassError> {
     validate_descs(descs, input_len, output_len)
-}
-
-/// Decodes `pages` (each a GDeflate page and its declared size) on the GPU,
-/// 256 pages a dispatch, and reads the output back: for `gpustream verify
-/// --gpu` and the tests. A page the shader flags comes back as its status.
-#[cfg(feature = "tools")]
-pub fn decode_pages(
-    ctx: &crate::gpu::GpuContext,
-    pipeline: &GDeflateDecodePipeline,
-    pages: &[(&[u8], usize)],
-) -> Vec<Result<Vec<u8>, GDeflateStatus>> {
-    use wgpu::util::DeviceExt;
-    let device = &ctx.device;
-    let mut results = Vec::with_capacity(pages.len());
-    for batch in pages.chunks(256) {
-        // Pages back to back at arbitrary byte offsets, as in staging;
-        // outputs a whole block apart.
-        let mut input = Vec::new();
-        let mut descs = Vec::with_capacity(batch.len());
-        for (i, &(src, size)) in batch.iter().enumerate() {
-            let fits = size <= crate::MAX_BLOCK_SIZE && src.len() <= crate::MAX_BLOCK_SIZE * 2;
-            let (src_size, dst_size) = match fits {
-                true => (src.len() as u32, size as u32),
-                // Left to the shader to flag.
-                false => (0, u32::MAX),
-            };
-            let dst = (i * crate::MAX_BLOCK_SIZE) as u32;
-            descs.push(Lz4BlockDesc::linear(
-                input.len() as u32,
-                src_size,
-                dst,
-                dst_size,
-            ));
-            if fits {
-                input.extend_from_slice(src);
-            }
-        }
-        input.resize(input.len().next_multiple_of(4).max(4), 0);
-        let out_len = (batch.len() * crate::MAX_BLOCK_SIZE) as u64;
-        let status_len = (batch.len() as u64 * 4).max(4);
-        let input_buf = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("gdeflate input"),
-            contents: &input,
-            usage: wgpu::BufferUsages::STORAGE,
-        });
-        let buffer = |label, size, usage| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
-        };
-        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-        let output = buffer("gdeflate output", out_len, storage);
-        let status = buffer("gdeflate status", status_len, storage);
-        let readback = buffer(
-            "gdeflate readback",
-            out_len + status_len,
-            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        );
-        let mut encoder = device.create_command_encoder(&Default::default());
-        let recorded = pipeline.encode_in(
-            device,
-            &mut encoder,
-            PassBindings::whole(
-                input_buf.slice(..),
-                &upload(device, &descs),
-                &output,
-                &status,
-            ),
-            batch.len() as u32,
-            None,
-        );
-        let bytes = recorded.ok().and_then(|()| {
-            encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, out_len);
-            encoder.copy_buffer_to_buffer(&status, 0, &readback, out_len, status_len);
-            ctx.queue.submit([encoder.finish()]);
-            super::read_buffer(device, &readback)
-        });
-        let Some(bytes) = bytes else {
-            results.extend(batch.iter().map(|_| Err(GDeflateStatus::NotRun)));
-            continue;
-        };
-        let (out, st) = bytes.split_at(out_len as usize);
-        results.extend(descs.iter().enumerate().map(|(i, d)| {
-            let word = st
-                .get(i * 4..i * 4 + 4)
-                .map_or(0, |w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]));
-            match GDeflateStatus::from_word(word) {
-                GDeflateStatus::Ok => {
-                    let at = d.dst_offset as usize;
-                    Ok(out[at..at + d.dst_size as usize].to_vec())
-                }
-                err => Err(err),
-            }
-        }));
-    }
-    results
-}
-
-/// A descriptor table in a storage buffer.
-#[cfg(feature = "tools")]
-fn upload(device: &wgpu::Device, descs: &[Lz4BlockDesc]) -> wgpu::Buffer {
-    use wgpu::util::DeviceExt;
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("gdeflate descriptors"),
-        contents: bytemuck::cast_slice(descs),
-        usage: wgpu::BufferUsages::STORAGE,
-    })
 }
 
 #[cfg(test)]

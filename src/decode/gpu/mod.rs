@@ -7,15 +7,9 @@ pub use kernel::{BlockPass, PassBindings};
 pub mod lz4_decode;
 
 pub use crate::decode::{Lz4BlockDesc, Lz4Status};
-#[cfg(feature = "tools")]
-pub use lz4_decode::{decode_blocks_on_gpu, decode_blocks_with};
 pub use lz4_decode::{
     default_path, validate_descs, Lz4DecodePath, Lz4DecodePipeline, Lz4PipelineError, PassError,
 };
-// A blocking readback: the tools' and tests', never the runtime's path.
-crate::tools_pub!(
-    use lz4_decode::read_buffer;
-);
 pub mod stored_copy;
 pub use stored_copy::{validate_stored_descs, StoredCopyPipeline};
 pub mod crc32c;
