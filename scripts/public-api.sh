@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 # Warnings are errors: a doc link to an item public only with `tools`
 # would be a dead link in the library's own documentation.
-RUSTDOCFLAGS=-Dwarnings cargo doc --release --no-deps --lib --no-default-features --quiet
+RUSTDOCFLAGS=-Dwarnings cargo doc --release -p gpustream --no-deps --lib --no-default-features --quiet
 all=${CARGO_TARGET_DIR:-target}/doc/gpustream/all.html
 # <a href="completion/struct.Fence.html">completion::Fence</a> -> struct completion::Fence
 list=$(grep -o '<li><a href="[^"]*">[^<]*</a></li>' "$all" |

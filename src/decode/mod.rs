@@ -1,4 +1,4 @@
-//! Decoding blocks: the GPU LZ4 decoder ([`gpu`]) and its Rust twin
+//! Decoding blocks: the GPU LZ4 decoder (`gpu`) and its Rust twin
 //! (`cpu_twin`), which share the block descriptor and the status codes
 //! defined here.
 //!
@@ -7,108 +7,43 @@
 //! same name and the same loop structure; the twin is the executable spec the
 //! tests hold the shader to.
 
+mod block_desc;
+// The decoders' CPU twins, GPU pipelines and status-word codes: public with
+// `internals` for the tools, tests, fuzz targets and benchmarks. An engine
+// meets decoding through the runtime, and its outcomes as the statuses in
+// a request's error.
 #[cfg(feature = "internals")]
 pub mod cpu_twin;
 #[cfg(not(feature = "internals"))]
 #[allow(dead_code, unused_imports)]
 pub(crate) mod cpu_twin;
+#[cfg(feature = "internals")]
 pub mod gdeflate_status;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod gdeflate_status;
+#[cfg(feature = "internals")]
 pub mod gpu;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod gpu;
+#[cfg(feature = "internals")]
+pub mod status_code;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod status_code;
 
+#[cfg(feature = "internals")]
+pub use block_desc::Lz4BlockDesc;
+#[cfg(not(feature = "internals"))]
+pub(crate) use block_desc::Lz4BlockDesc;
 pub use gdeflate_status::GDeflateStatus;
-
-use bytemuck::{Pod, Zeroable};
-
-/// One block of a decode batch, as the shader reads it from the descriptor
-/// table (8 little-endian `u32`, 32 bytes).
-///
-/// `src_offset` may be any byte offset into the input binding;
-/// `dst_offset` must be a multiple of 4. With `row_bytes == 0` the output is
-/// linear: byte `i` lands at `dst_offset + i`. Otherwise output row `r` (of
-/// `row_bytes` bytes; the last row may be shorter) lands at
-/// `dst_offset + r * row_pitch`, the layout `copy_buffer_to_texture` needs
-/// with 256-byte-aligned rows; `row_bytes` and `row_pitch` must then be
-/// multiples of 4 with `row_pitch >= row_bytes`.
-///
-/// The output ranges of the blocks of one batch must not overlap (the
-/// shader does not check it: `gpu::validate_descs` does).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct Lz4BlockDesc {
-    /// Byte offset of the compressed block in the input binding.
-    pub src_offset: u32,
-    /// Compressed size in bytes.
-    pub src_size: u32,
-    /// Byte offset of the first output byte in the output binding (multiple of 4).
-    pub dst_offset: u32,
-    /// Uncompressed size in bytes (at most [`crate::MAX_BLOCK_SIZE`]).
-    pub dst_size: u32,
-    /// Bytes per output row, or 0 for linear output.
-    pub row_bytes: u32,
-    /// Bytes from one output row start to the next (ignored when linear).
-    pub row_pitch: u32,
-    /// Reserved, write 0.
-    pub reserved: [u32; 2],
-}
-
-impl Lz4BlockDesc {
-    /// A linear block: `src_size` bytes at `src_offset` decode to `dst_size`
-    /// bytes at `dst_offset`.
-    pub fn linear(src_offset: u32, src_size: u32, dst_offset: u32, dst_size: u32) -> Self {
-        Self {
-            src_offset,
-            src_size,
-            dst_offset,
-            dst_size,
-            ..Self::default()
-        }
-    }
-
-    /// The same block with its output rows padded: rows of `row_bytes`
-    /// bytes, `row_pitch` bytes apart.
-    pub fn with_rows(self, row_bytes: u32, row_pitch: u32) -> Self {
-        Self {
-            row_bytes,
-            row_pitch,
-            ..self
-        }
-    }
-
-    /// The output bytes the block spans, from `dst_offset` to one past its
-    /// last byte (padding between rows included), or `None` on overflow.
-    pub fn dst_extent(&self) -> Option<u64> {
-        if self.row_bytes == 0 || self.dst_size == 0 {
-            return Some(self.dst_size as u64);
-        }
-        let last_row = (self.dst_size as u64 - 1) / self.row_bytes as u64;
-        let last_len = self.dst_size as u64 - last_row * self.row_bytes as u64;
-        last_row
-            .checked_mul(self.row_pitch as u64)
-            .and_then(|v| v.checked_add(last_len))
-    }
-}
-
-/// Status codes, as the shader writes them in the low 8 bits of a block's
-/// status word.
-pub mod status_code {
-    /// Never written by the shader: the block was not decoded (the status
-    /// buffer keeps the zero it was cleared to).
-    pub const NOT_RUN: u32 = 0;
-    /// Decoded to exactly its declared size.
-    pub const OK: u32 = 1;
-    /// The descriptor is invalid for the bound buffers.
-    pub const BAD_DESCRIPTOR: u32 = 2;
-    /// The stream ends inside a sequence.
-    pub const TRUNCATED: u32 = 3;
-    /// A sequence would write past the declared size.
-    pub const OUTPUT_OVERRUN: u32 = 4;
-    /// A match offset of 0.
-    pub const ZERO_OFFSET: u32 = 5;
-    /// A match reaching before the start of the block.
-    pub const OFFSET_OUT_OF_RANGE: u32 = 6;
-    /// The stream ended before producing the declared size.
-    pub const SHORT_OUTPUT: u32 = 7;
-}
+// What an engine chooses or learns about the GPU decoders: which GDeflate
+// decoder (and the device request that enables the driver's), and which
+// LZ4 shader variant runs.
+pub use gpu::driver_gdeflate::{
+    request_device, DeviceOpenError, GDeflateDecoderChoice, GDeflateDecoderKind,
+    GDeflateDecoderPreference,
+};
+pub use gpu::lz4_decode::Lz4DecodePath;
 
 /// The outcome of decoding one LZ4 block, shared by the shader and the
 /// twin. Every error names the position in the compressed block (bytes
@@ -123,7 +58,7 @@ pub enum Lz4Status {
     #[error("block was not decoded")]
     NotRun,
     /// The descriptor does not fit the bound buffers or breaks the layout
-    /// rules of [`Lz4BlockDesc`].
+    /// rules of `Lz4BlockDesc`.
     #[error("invalid block descriptor")]
     BadDescriptor,
     /// The stream ends inside a sequence.

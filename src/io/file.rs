@@ -26,7 +26,7 @@ use super::IoError;
 /// the I/O workers).
 pub(crate) const MAX_RETRIES: u32 = 64;
 
-/// How [`crate::io::IoEngine::open`] opens a file.
+/// How `crate::io::IoEngine::open` opens a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OpenMode {
     /// O_DIRECT where the filesystem supports it, buffered otherwise (with a

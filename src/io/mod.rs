@@ -5,7 +5,7 @@
 //!   `pread` thread pool ([`BackendKind::Threads`]; positioned `ReadFile`
 //!   on Windows), chosen by [`BackendKind::Auto`] or named in
 //!   [`IoConfig::backend`].
-//! - Files open with O_DIRECT where the filesystem allows ([`IoFile`]), so
+//! - Files open with O_DIRECT where the filesystem allows (`IoFile`), so
 //!   the page cache neither flatters benchmarks nor costs a copy (macOS:
 //!   `F_NOCACHE`; Windows: buffered).
 //! - One worker per physical disk sorts pending reads by their FIEMAP
@@ -13,7 +13,7 @@
 //!   docs/io.md), keeping up to the queue depth in flight. Outside Linux a
 //!   worker serves a filesystem (a volume on Windows) and sorts by file
 //!   offset.
-//! - `plan_reads` coalesces nearby ranges, [`align_range`] rounds a range
+//! - `plan_reads` coalesces nearby ranges, `align_range` rounds a range
 //!   to the direct-I/O alignment.
 //! - `FaultConfig` (public with the `tools` feature) wraps either backend
 //!   in a seeded fault injector.
@@ -105,7 +105,7 @@ pub enum BackendKind {
     /// reads `GPUSTREAM_IO` for its commands).
     #[default]
     Auto,
-    /// io_uring; [`IoEngine::new`] fails where it is unavailable.
+    /// io_uring; `IoEngine::new` fails where it is unavailable.
     IoUring,
     /// The `pread` thread pool.
     Threads,
@@ -152,7 +152,7 @@ pub struct IoConfig {
     /// Reads kept in flight per device (default 32; the seeds recommend
     /// 16-32).
     pub queue_depth: usize,
-    /// The largest read [`IoEngine::read_ranges`] coalesces ranges into
+    /// The largest read `IoEngine::read_ranges` coalesces ranges into
     /// (default 1 MiB).
     pub max_read: usize,
     /// The most bytes nobody asked for that coalescing may read over to
@@ -200,12 +200,12 @@ pub struct IoStats {
     /// EINTR/EAGAIN answers that were retried.
     pub retries: u64,
     /// io_uring reads into registered memory (see
-    /// [`IoEngine::register_memory`]).
+    /// `IoEngine::register_memory`).
     pub fixed_buffer_reads: u64,
     /// io_uring reads through a registered file.
     pub fixed_file_reads: u64,
     /// Reads of a buffered file served by copying out of its mapping
-    /// ([`IoFile::map_for_reads`]) instead of `pread`.
+    /// (`IoFile::map_for_reads`) instead of `pread`.
     pub mapped_reads: u64,
     /// `io_uring_enter` calls (submissions and waits together).
     pub enters: u64,

@@ -12,7 +12,12 @@ use crate::codec::Codec;
 use std::ops::Range;
 use std::path::PathBuf;
 
+// Block transforms and sub-block tables: the layout's details (`internals`).
+#[cfg(feature = "internals")]
 pub mod condition;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod condition;
 mod error;
 // The byte layout (header offsets, entry sizes, limits): the packer's,
 // the fuzz targets' and the tests'. An engine reads packs through `Pack`.
@@ -23,7 +28,11 @@ pub mod format;
 pub(crate) mod format;
 mod member_file;
 mod reader;
+#[cfg(feature = "internals")]
 pub mod sub_blocks;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod sub_blocks;
 mod texture;
 mod writer;
 
@@ -40,7 +49,10 @@ pub use condition::BlockTransform;
 pub use error::PackError;
 pub use reader::{Pack, PackFiles};
 pub use source::{TextureSource, TextureSourceKind};
+#[cfg(feature = "internals")]
 pub use sub_blocks::SubBlock;
+#[cfg(not(feature = "internals"))]
+pub(crate) use sub_blocks::SubBlock;
 pub use texture::{
     full_mip_count, mip_extent, PackedMip, PackedMips, TextureFormat, TileRegion, MAX_MIPS,
     MAX_TEXTURE_DIM, TILE_BYTES,
@@ -80,7 +92,7 @@ pub struct Block {
     /// `n` independent sub-blocks ([`Pack::sub_blocks`] says where).
     pub sub_blocks: u8,
     /// How the decoded bytes are ordered: [`BlockTransform::None`], or a
-    /// BCn conditioning that decoding undoes ([`condition`]).
+    /// BCn conditioning that decoding undoes (`condition`).
     pub transform: BlockTransform,
     /// The codec level the packer used (0: the codec's default, or a
     /// version 1 pack, which does not record it). Informational.

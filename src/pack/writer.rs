@@ -31,10 +31,10 @@ pub struct WriterOptions {
     pub threads: usize,
     /// With LZ4, cut each block larger than this many decoded bytes into
     /// independent sub-blocks of about this size (on whole tile rows, see
-    /// [`super::sub_blocks`]): more blocks for a GPU to decode side by
+    /// `super::sub_blocks`): more blocks for a GPU to decode side by
     /// side. 0 (the default) keeps one LZ4 block per block.
     pub lz4_sub_block: u32,
-    /// Try BCn conditioning ([`super::condition`]) on every compressed
+    /// Try BCn conditioning (`super::condition`) on every compressed
     /// texture block, keeping a transform only where it makes the stored
     /// block smaller. A pack with any conditioned block is written as
     /// format version 2. Off by default in the library, so a pack built

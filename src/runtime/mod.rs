@@ -42,7 +42,12 @@ mod reads;
 mod request;
 mod schedule;
 mod stats;
+// Trace records and reading them back: the tools' (`gpustream replay`).
+#[cfg(feature = "internals")]
 pub mod trace;
+#[cfg(not(feature = "internals"))]
+#[allow(dead_code, unused_imports)]
+pub(crate) mod trace;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -81,7 +86,7 @@ pub struct RuntimeConfig {
     /// adapter can (default true); false forces the CPU path.
     pub gpu_decompression: bool,
     /// The WGSL LZ4 decoder's variant. `None` (default):
-    /// [`crate::decode::gpu::default_path`] picks by adapter. A variant
+    /// `crate::decode::gpu::default_path` picks by adapter. A variant
     /// that needs subgroups on a device without them is a
     /// [`RuntimeError::Config`].
     pub lz4_decode_path: Option<crate::decode::gpu::Lz4DecodePath>,
@@ -145,7 +150,7 @@ pub struct RuntimeConfig {
     ///   reads, the block's bytes are the runtime's own copy.
     pub map_cached_files: bool,
     /// Record every request, signal and submit to this file (see
-    /// [`trace`]); `gpustream replay` plays it back.
+    /// `trace`); `gpustream replay` plays it back.
     pub trace: Option<std::path::PathBuf>,
     /// Staged bytes one GPU batch takes before it is flushed (default 32
     /// MiB). The next reads land while the GPU decodes the last batch, so a

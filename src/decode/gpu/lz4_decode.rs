@@ -142,7 +142,7 @@ impl Lz4DecodePath {
     /// Whether the variant writes long passes with 16-byte stores
     /// (v2's `override WIDE`). Only these bind the output as 16-byte units
     /// and need an output buffer of a multiple of 16 bytes
-    /// ([`PassError::OutputNotWholeUnits`]); the others bind it as
+    /// (`PassError::OutputNotWholeUnits`); the others bind it as
     /// words and store one word per lane, as v2 did before the wide stores.
     pub fn is_wide(self) -> bool {
         matches!(

@@ -174,7 +174,7 @@ pub enum DeviceOpenError {
 /// with the Vulkan extensions the runtime uses where the driver offers
 /// them:
 ///
-/// - a GDeflate decoder ([`offered_extension`]), with its
+/// - a GDeflate decoder (`offered_extension`), with its
 ///   `memoryDecompression` feature and buffer device addresses, so that
 ///   the runtime can decode GDeflate pages with it;
 /// - `VK_EXT_external_memory_host`, so that the runtime's staging chunks
