@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The library as an engine on Windows or macOS builds it
-# (`default-features = false`): `cargo clippy -D warnings` (which type-checks all `cargo check` does)
+# (no features): `cargo clippy -D warnings` (which type-checks all `cargo check` does)
 # for x86_64-pc-windows-gnu, aarch64-apple-darwin and x86_64-apple-darwin,
 # from this Linux machine. They hold the I/O engine's `cfg`s together: only
 # Linux has io_uring, O_DIRECT, statx, FIEMAP, /proc/self/fd and the mapped
@@ -72,6 +72,6 @@ for t in "${targets[@]}"; do
     esac
     echo "cross-check: $t"
     # Clippy checks everything `cargo check` does, and more.
-    env "${vars[@]}" cargo clippy --lib --no-default-features --target "$t" --quiet -- -D warnings
+    env "${vars[@]}" cargo clippy -p gpustream --lib --no-default-features --target "$t" --quiet -- -D warnings
 done
 echo "cross-check: the library checks and passes clippy for ${targets[*]}"

@@ -2,9 +2,10 @@
 # The one-shot GPU-machine run (docs/gpu-decode.md, "H200").
 #
 # Here (the build machine), stage the binaries:
-#     scripts/device-run.sh --stage
+#     scripts/device-run.sh --stage KIT      (or DEVICE_KIT=KIT)
 # builds the release binaries, the gpu_lz4 bench and two examples, and hands
-# them with the Vulkan loader kit to ../shared/device/stage.sh (into .gpu/).
+# them to the device kit's stage.sh (KIT/stage.sh, which adds the Vulkan
+# loader and copies them into .gpu/).
 # Then, on the H200 host, from a copy of the tree that includes .gpu/
 # (about 35 MiB; give the run 10 minutes):
 #     bash scripts/device-run.sh
@@ -73,14 +74,17 @@ if [ "${1:-}" = "--stage" ]; then
         grep -o '"executable":"[^"]*gpu_lz4-[^"]*"' | tail -1 | cut -d'"' -f4)
     gdbench=$(cargo bench --bench gpu_gdeflate --no-run --message-format=json 2>/dev/null |
         grep -o '"executable":"[^"]*gpu_gdeflate-[^"]*"' | tail -1 | cut -d'"' -f4)
-    kit=${DEVICE_KIT:-}
-    for k in ../shared/device ../../shared/device /work/shared/device; do
-        [ -z "$kit" ] && [ -x "$k/stage.sh" ] && kit=$k
-    done
-    cp "$bench" target/release/gpu_lz4_bench
-    cp "$gdbench" target/release/gpu_gdeflate_bench
-    files=(target/release/gpustream target/release/gpu_lz4_bench target/release/gpu_gdeflate_bench
-        target/release/examples/virtual_texturing target/release/examples/staging_memory_probe)
+    kit=${2:-${DEVICE_KIT:-}}
+    if [ -z "$kit" ] || [ ! -x "$kit/stage.sh" ]; then
+        echo "device-run: name the device kit (a directory with stage.sh):" >&2
+        echo "    scripts/device-run.sh --stage KIT   or   DEVICE_KIT=KIT ..." >&2
+        exit 2
+    fi
+    rel=${CARGO_TARGET_DIR:-target}/release
+    cp "$bench" "$rel/gpu_lz4_bench"
+    cp "$gdbench" "$rel/gpu_gdeflate_bench"
+    files=("$rel/gpustream" "$rel/gpu_lz4_bench" "$rel/gpu_gdeflate_bench"
+        "$rel/examples/virtual_texturing" "$rel/examples/staging_memory_probe")
     if [ -d .git ]; then
         "$kit/stage.sh" "${files[@]}"
     else
@@ -104,7 +108,7 @@ mkdir -p "$OUT"
 quick=${DEVICE_RUN_QUICK:-0}
 bin=${DEVICE_RUN_BIN:-}
 if [ -z "$bin" ]; then
-    if [ -x .gpu/gpustream ]; then bin=.gpu; else bin=target/release; fi
+    if [ -x .gpu/gpustream ]; then bin=.gpu; else bin=${CARGO_TARGET_DIR:-target}/release; fi
 fi
 if [ -f "$bin/prelude.sh" ] && [ -z "${DEVICE_RUN_NO_PRELUDE:-}" ]; then
     # shellcheck disable=SC1091
@@ -119,7 +123,7 @@ if [ ! -x "$lz4bench" ]; then
     # Unstaged: the newest build of benches/gpu_lz4.rs (tests/gpu_lz4.rs
     # builds a binary of the same name; its .d file tells them apart).
     lz4bench=
-    for d in $(ls -t target/release/deps/gpu_lz4-*.d 2>/dev/null); do
+    for d in $(ls -t "${CARGO_TARGET_DIR:-target}"/release/deps/gpu_lz4-*.d 2>/dev/null); do
         if grep -q 'benches/gpu_lz4.rs' "$d" && [ -x "${d%.d}" ]; then
             lz4bench=${d%.d}
             break
@@ -129,7 +133,7 @@ fi
 gdbench=$bin/gpu_gdeflate_bench
 if [ ! -x "$gdbench" ]; then
     gdbench=
-    for d in $(ls -t target/release/deps/gpu_gdeflate-*.d 2>/dev/null); do
+    for d in $(ls -t "${CARGO_TARGET_DIR:-target}"/release/deps/gpu_gdeflate-*.d 2>/dev/null); do
         if grep -q 'benches/gpu_gdeflate.rs' "$d" && [ -x "${d%.d}" ]; then
             gdbench=${d%.d}
             break

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The library's public API as an engine building it alone sees it
-# (`default-features = false`): every public item, one per line as
+# (no features): every public item, one per line as
 # "kind path", from the item list rustdoc writes (all.html; stable
 # rustdoc has no JSON output). Methods and fields are not listed: adding a
 # type, function, constant or trait is what this makes visible.
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Warnings are errors: a doc link to an item public only with `tools`
+# Warnings are errors: a doc link to an item public only with `internals`
 # would be a dead link in the library's own documentation.
 RUSTDOCFLAGS=-Dwarnings cargo doc --release -p gpustream --no-deps --lib --no-default-features --quiet
 all=${CARGO_TARGET_DIR:-target}/doc/gpustream/all.html

@@ -9,7 +9,7 @@ use crate::decode::gpu::BlockCheck;
 use crate::decode::{GDeflateStatus, Lz4Status};
 
 use super::plan::{BlockData, Part};
-use super::{GpuDecodeFailure, RequestError};
+use crate::completion::{GpuDecodeFailure, RequestError};
 
 /// The status tables of a batch, in the order they are copied to its
 /// readback buffer, `stride` words apart.

@@ -31,8 +31,8 @@ use crate::completion::Outcome;
 use super::batch_status::{lost_error, BatchInFlight, StatusWords};
 use super::job::{Ended, JobHot, JobOwner, JobSpec};
 use super::job_table::split_key;
-use super::plan::Part;
-use super::RequestError;
+use super::part::Part;
+use crate::completion::RequestError;
 
 /// What reaches the completion stage.
 pub(crate) enum ToCompletion {

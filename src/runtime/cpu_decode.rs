@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::job::{JobCtl, JobHot};
-use super::plan::{BlockData, Part, Place};
+use super::part::{BlockData, Part, Place};
 use super::reads::RunPart;
-use super::PackFile;
-use super::RequestError;
+use super::pack_file::PackFile;
+use crate::completion::RequestError;
 use crate::codec::MAX_BLOCK_SIZE;
 use crate::destinations::HostClaim;
 use crate::staging::SlotWriter;

@@ -32,10 +32,11 @@ use super::cpu_decode;
 use super::gpu_batch::{Finished, GpuBatcher, GpuEvent, Staged};
 use super::job::{Cmd, JobSpec};
 use super::job_table::JobTable;
-use super::plan::{BlockData, Class, Part};
+use super::part::{BlockData, Class, Part};
 use super::reads::{Landed, Reads, RunPart};
 use super::schedule::Schedule;
-use super::{RequestError, RuntimeShared};
+use super::shared::RuntimeShared;
+use crate::completion::RequestError;
 
 /// A CPU thread finished a part.
 struct CpuDone {

@@ -49,8 +49,8 @@ use super::batch_status::{lost_error, table};
 use super::complete::{GpuStatus, ToCompletion};
 use super::gpu_direct::{copy_from_chunk, end_pinned};
 use super::job_table::JobTable;
-use super::plan::{BlockData, Class, Part};
-use super::RequestError;
+use super::part::{BlockData, Class, Part};
+use crate::completion::RequestError;
 
 /// Callbacks from wgpu, routed back to the submission thread.
 pub(crate) enum GpuEvent {

@@ -9,7 +9,7 @@ use crate::destinations::gpu_copies::{MipsTouched, PartDest};
 use super::job_table::JobTable;
 use super::plan::{Part, Place};
 use super::request::Destination;
-use super::RequestError;
+use crate::completion::RequestError;
 
 /// Ends a part whose job was pinned for GPU writes (`begin_gpu`): unpins
 /// the job and reports how the part ended.

@@ -11,7 +11,8 @@ use crate::completion::{Outcome, RequestError, RequestFailure};
 use crate::destinations::HostClaim;
 use crate::io::Priority;
 
-use super::plan::{describe_source, Part};
+use super::part::Part;
+use super::plan::describe_source;
 use super::request::{Destination, Source};
 use super::stats::QueueStats;
 

@@ -26,21 +26,26 @@
 //! ```
 
 mod activity;
+mod config;
 mod batch_status;
 mod batch_tables;
 mod complete;
 mod cpu_decode;
 mod dispatcher;
+mod error;
 mod gpu_batch;
 mod gpu_direct;
 mod id_map;
 mod job;
 mod job_table;
+mod pack_file;
+mod part;
 mod plan;
 mod queue;
 mod reads;
 mod request;
 mod schedule;
+mod shared;
 mod stats;
 // Trace records and reading them back: the tools' (`gpustream replay`).
 #[cfg(feature = "internals")]
@@ -49,227 +54,28 @@ pub mod trace;
 #[allow(dead_code, unused_imports)]
 pub(crate) mod trace;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use crossbeam::channel::Sender;
 
 /// Why a request failed: defined in `completion`, which reports it.
 pub use crate::completion::{BufferProblem, GpuDecodeFailure, RequestError, SourceProblem};
 pub use crate::staging::StagingMemory;
 pub use activity::InFlightTimes;
+pub use config::RuntimeConfig;
+pub use error::RuntimeError;
+use config::gdeflate_decoder;
+pub use pack_file::PackFile;
+pub(crate) use shared::{GpuInfo, RuntimeShared};
 pub use queue::{Priority, Queue, QueueConfig, SourceKind, TryEnqueueError};
 pub use request::{Destination, Request, Source};
 pub use stats::{LatencyHistogram, QueueStats};
 
 use crate::codec::Codec;
-use crate::io::{IoConfig, IoEngine, IoFile, OpenMode};
+use crate::io::IoEngine;
 use crate::pack::Pack;
 
-/// How the runtime is set up.
-#[derive(Clone, Debug)]
-pub struct RuntimeConfig {
-    /// Total staging memory in bytes (default 32 MiB), split into chunks.
-    pub staging_size: u64,
-    /// The size of one staging chunk (default: a quarter of the staging
-    /// size, at most 8 MiB). One coalesced read or one decoded block must fit.
-    pub staging_chunk: Option<u64>,
-    /// The I/O engine: backend, queue depth, the largest coalesced read and
-    /// over-read, fault injection.
-    pub io: IoConfig,
-    /// How files are opened (direct I/O where possible by default).
-    pub open_mode: OpenMode,
-    /// CPU decompression threads (default: the machine's cores).
-    pub cpu_threads: usize,
-    /// Decode LZ4 blocks bound for the GPU with the WGSL decoder when the
-    /// adapter can (default true); false forces the CPU path.
-    pub gpu_decompression: bool,
-    /// The WGSL LZ4 decoder's variant. `None` (default):
-    /// `crate::decode::gpu::default_path` picks by adapter. A variant
-    /// that needs subgroups on a device without them is a
-    /// [`RuntimeError::Config`].
-    pub lz4_decode_path: Option<crate::decode::gpu::Lz4DecodePath>,
-    /// Which GDeflate decoder runs on the GPU (default
-    /// [`GDeflateDecoderPreference::Wgsl`](crate::decode::gpu::GDeflateDecoderPreference),
-    /// which flags malformed pages and measured faster than a driver's).
-    /// `Driver` runs the driver's own where the device was opened with
-    /// `VK_EXT/NV_memory_decompression`, else WGSL; the environment
-    /// variable `GPUSTREAM_GDEFLATE_DECODER` (`wgsl`, `driver`) overrides
-    /// this.
-    /// [`Runtime::gdeflate_decoder`] says which runs and why.
-    pub gdeflate_decoder: crate::decode::gpu::GDeflateDecoderPreference,
-    /// Check the crc32c of blocks the GPU reads from the pack (default
-    /// true), in a GPU pass over the bytes the decode pass reads anyway.
-    pub verify_gpu_checksums: bool,
-    /// How stored blocks and CPU-decoded bytes reach GPU destinations.
-    /// `None` (default) picks by adapter: on a software adapter (lavapipe,
-    /// llvmpipe GL), where a compute pass *is* CPU work and a slow one, a CPU
-    /// thread writes the bytes into staging laid out for the destination and
-    /// plain copy commands deliver them; on any other adapter the GPU's
-    /// stored-copy pass lays them out (0 host copies for stored blocks).
-    /// `Some(true)` forces the GPU pass, `Some(false)` the CPU layout.
-    pub stored_copy_on_gpu: Option<bool>,
-    /// A destination buffer receiving at least this many blocks in one GPU
-    /// batch is written directly by the decode and copy passes, bound as
-    /// their output (no scratch, no copy); fewer go through the batch's
-    /// scratch and one copy. Default 1024 (64 MiB): each such buffer takes
-    /// passes of its own, and a pass of a few blocks leaves a large GPU
-    /// idle, so a small buffer is cheaper copied. `usize::MAX` never.
-    pub direct_buffer_blocks: usize,
-    /// Host memory for reads bound for CPU decode (default 64 MiB).
-    pub bounce_limit: u64,
-    /// Map packs read through the page cache (`OpenMode::Buffered`, or a
-    /// filesystem without O_DIRECT) read-only, so CPU decode threads check
-    /// and decode blocks where the page cache holds them instead of copying
-    /// them out with `pread` first, and the I/O threads fill staging from
-    /// the mapping. O_DIRECT packs are never mapped.
-    ///
-    /// Off by default: every pack is read with reads, and the runtime
-    /// installs no signal handler. Turning it on saves the `pread` copy
-    /// (about a tenth of the CPU path's time with the pack in the page
-    /// cache, docs/results.md) at two costs a library should not impose
-    /// unasked:
-    ///
-    /// - **A process-wide SIGBUS handler.** A mapped file cut shorter while
-    ///   open makes the kernel raise SIGBUS on the next access past its new
-    ///   end. The first mapping installs a handler that turns such a fault
-    ///   on a page of a gpustream mapping into a page of zeros and a mark
-    ///   the reader checks (the block then fails with
-    ///   `RequestError::ShortRead`, or is read again with `pread`), and
-    ///   passes every other SIGBUS to the handler installed before it
-    ///   (Rust's own, or the application's). A handler the application, a
-    ///   crash reporter or a runtime such as a JVM installs later without
-    ///   chaining turns a truncated pack into a process kill.
-    /// - **Bytes that can change under the reader.** The mapping is
-    ///   `MAP_SHARED`: another process rewriting the file in place (not by
-    ///   writing a new file and renaming it, as `PackWriter` does) changes
-    ///   the bytes while a block is checked and decoded. The checksum is
-    ///   taken over the bytes as read, so such a block fails or, if
-    ///   rewritten between check and decode, decodes other bytes; with
-    ///   reads, the block's bytes are the runtime's own copy.
-    pub map_cached_files: bool,
-    /// Record every request, signal and submit to this file (see
-    /// `trace`); `gpustream replay` plays it back.
-    pub trace: Option<std::path::PathBuf>,
-    /// Staged bytes one GPU batch takes before it is flushed (default 32
-    /// MiB). The next reads land while the GPU decodes the last batch, so a
-    /// batch much smaller than staging keeps reads and decoding in flight
-    /// together; and the runtime's own GPU memory (two batches, each an
-    /// input this size and an output scratch twice it) follows this, not
-    /// the staging size. At least one staging chunk.
-    pub gpu_batch_size: u64,
-    /// Take the discrete-GPU path whatever type the adapter reports
-    /// (default false). A CPU adapter otherwise gets the software path:
-    /// staging is cached host memory there, so CPU decode threads write
-    /// into it in place, and bytes are laid out by the CPU for plain
-    /// copies. On a discrete GPU staging may be write-combined memory the
-    /// CPU must only write, and the GPU's passes lay bytes out.
-    ///
-    /// wgpu's noop backend reports a CPU adapter while it runs no shaders;
-    /// with this on it takes the same branches a discrete GPU takes, so it
-    /// measures that GPU's host side (`gpustream bench --adapter noop`).
-    pub assume_discrete_gpu: bool,
-    /// Make the staging chunks of host memory the runtime allocates and
-    /// imports into Vulkan, where the device was opened with
-    /// `VK_EXT_external_memory_host` (default true; the tools open devices
-    /// with it where the driver offers it, and
-    /// `decode::gpu::driver_gdeflate::request_device` does the same for an
-    /// application). Such memory is cached host memory: O_DIRECT reads
-    /// land in it by DMA and the GPU pulls it by DMA, where wgpu's own
-    /// mappable buffers are, on a GPU with a large BAR, write-combined
-    /// device memory the CPU writes slowly and O_DIRECT cannot target.
-    /// [`Runtime::staging_memory`] says which the runtime got, and why.
-    pub import_staging_memory: bool,
-}
-
-/// The GDeflate decoder for `device` under the configured `preference`,
-/// with the driver's decoder where that is the choice.
-fn gdeflate_decoder(
-    device: &wgpu::Device,
-    preference: crate::decode::gpu::GDeflateDecoderPreference,
-) -> Result<
-    (
-        crate::decode::gpu::GDeflateDecoderChoice,
-        Option<crate::decode::gpu::driver_gdeflate::DriverGDeflate>,
-    ),
-    RuntimeError,
-> {
-    use crate::decode::gpu::driver_gdeflate::{self as driver, DriverGDeflate};
-    use crate::decode::gpu::GDeflateDecoderKind;
-    let mut choice = driver::choose(driver::support(device), preference, "configured");
-    let decoder = match choice.kind {
-        GDeflateDecoderKind::Driver(e) => {
-            let d = DriverGDeflate::new(device);
-            if d.is_none() {
-                choice.kind = GDeflateDecoderKind::Wgsl;
-                choice.reason = format!(
-                    "{} is enabled, but its commands could not be loaded",
-                    e.name()
-                );
-            }
-            d
-        }
-        GDeflateDecoderKind::Wgsl => None,
-    };
-    Ok((choice, decoder))
-}
-
-impl Default for RuntimeConfig {
-    fn default() -> Self {
-        RuntimeConfig {
-            staging_size: 32 << 20,
-            staging_chunk: None,
-            io: IoConfig::default(),
-            open_mode: OpenMode::Auto,
-            cpu_threads: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2),
-            gpu_decompression: true,
-            lz4_decode_path: None,
-            gdeflate_decoder: Default::default(),
-            verify_gpu_checksums: true,
-            stored_copy_on_gpu: None,
-            direct_buffer_blocks: 1024,
-            bounce_limit: 64 << 20,
-            map_cached_files: false,
-            trace: None,
-            gpu_batch_size: 32 << 20,
-            assume_discrete_gpu: false,
-            import_staging_memory: true,
-        }
-    }
-}
-
-/// Why a runtime or a pack could not be opened.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RuntimeError {
-    /// The I/O engine failed to start or to open a file.
-    #[error(transparent)]
-    Io(#[from] crate::io::IoError),
-    /// The pack's header or table of contents is invalid.
-    #[error(transparent)]
-    Pack(#[from] crate::pack::PackError),
-    /// A configuration value is out of range.
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    /// The GPU device was lost before the runtime could set up on it.
-    #[error("the GPU device was lost: {0}")]
-    DeviceLost(String),
-    /// The trace file could not be created.
-    #[error("cannot create trace file {}: {source}", path.display())]
-    Trace {
-        /// The trace file.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A runtime thread could not be started.
-    #[error("cannot start the runtime's {0} thread: {1}")]
-    Thread(&'static str, #[source] std::io::Error),
-}
 
 /// Where a codec is decoded for GPU destinations
 /// (DirectStorage's `GetCompressionSupport`).
@@ -281,57 +87,6 @@ pub enum CompressionSupport {
     Gpu,
     /// On CPU threads, then uploaded.
     Cpu,
-}
-
-/// An opened pack: its table of contents and the file handle reads use.
-/// It dereferences to its [`Pack`], so `pack.find(name)`,
-/// `pack.asset(id)` and `pack.tile_region(..)` work on it directly.
-///
-/// A striped pack opens as one `PackFile` for its head, holding one more
-/// for each other member: they share the table of contents, each with its
-/// own file, so reads are grouped, ordered and queued per member, and so
-/// per disk.
-pub struct PackFile {
-    pack: Arc<Pack>,
-    file: IoFile,
-    /// Which of the pack's members this file is.
-    member: usize,
-    /// A striped head's other members, 1.. in order; empty otherwise.
-    members: Vec<Arc<PackFile>>,
-}
-
-impl PackFile {
-    /// The table of contents.
-    pub fn pack(&self) -> &Pack {
-        &self.pack
-    }
-
-    /// The file's path (a member's own, for a member of a striped pack).
-    pub fn path(&self) -> &Path {
-        &self.pack.members()[self.member].path
-    }
-
-    /// The file holding member `member`'s blocks: this one for member 0,
-    /// and for every block of an ordinary pack.
-    pub(crate) fn member_file(self: &Arc<Self>, member: u16) -> &Arc<PackFile> {
-        match member {
-            0 => self,
-            m => &self.members[m as usize - 1],
-        }
-    }
-
-    /// Whether reads bypass the page cache.
-    pub fn is_direct(&self) -> bool {
-        self.file.is_direct()
-    }
-}
-
-impl std::ops::Deref for PackFile {
-    type Target = Pack;
-
-    fn deref(&self) -> &Pack {
-        &self.pack
-    }
 }
 
 /// The staging memory a GPU runtime allocated ([`Runtime::staging`]):
@@ -347,48 +102,6 @@ pub struct StagingInfo {
     /// tables and status words, sized by `RuntimeConfig::gpu_batch_size`
     /// (not by staging), so staging can grow without them.
     pub batch_buffers: u64,
-}
-
-pub(crate) struct GpuInfo {
-    pub chunk_size: u64,
-    pub staging_total: u64,
-    pub batch_buffers: u64,
-    pub staging_memory: crate::staging::StagingMemory,
-}
-
-pub(crate) struct RuntimeShared {
-    pub config: RuntimeConfig,
-    pub engine: IoEngine,
-    pub gpu: Option<GpuInfo>,
-    /// The GPU LZ4 decoder's variant, where LZ4 blocks bound for the GPU
-    /// are decoded there.
-    pub gpu_lz4: Option<crate::decode::gpu::Lz4DecodePath>,
-    /// Whether GDeflate pages bound for the GPU are decoded there.
-    pub gpu_gdeflate: bool,
-    /// Which GDeflate decoder runs there, and why.
-    pub gdeflate_decoder: Option<crate::decode::gpu::GDeflateDecoderChoice>,
-    /// Stored blocks and CPU output go to GPU destinations through the GPU's
-    /// stored-copy pass (else: laid out by CPU threads, copied directly).
-    pub stored_on_gpu: bool,
-    pub cmds: Sender<job::Cmd>,
-    /// Whether the submission thread still takes batches. Queues send
-    /// under this lock and the submission thread clears it before its last
-    /// drain of `cmds`, so no batch lands in the channel unseen.
-    pub accepting: std::sync::Mutex<bool>,
-    pub next_job: AtomicU64,
-    /// Bumped by every `Queue::cancel`: while it has not moved, no part
-    /// waiting on the submission thread can belong to a cancelled request,
-    /// so that thread skips the per-part check.
-    pub cancels: AtomicU64,
-    pub next_queue: std::sync::atomic::AtomicU32,
-    pub trace: Option<trace::TraceWriter>,
-    /// Nanoseconds the submission (dispatcher) thread spent working, not
-    /// waiting for something to do.
-    pub submit_busy_ns: AtomicU64,
-    /// Nanoseconds of that spent inside wgpu's `Queue::submit`.
-    pub wgpu_submit_ns: Arc<AtomicU64>,
-    /// Reads and GPU submissions in flight, and for how long.
-    pub activity: Arc<activity::Activity>,
 }
 
 /// The runtime (DirectStorage's factory): the I/O engine, the staging

@@ -11,7 +11,9 @@ use crate::completion::{ErrorRecord, Fence, Marker, Outcome, StatusArray, Tracke
 use super::job::{Cmd, Ended, FailureInfo, JobCtl, JobHot, JobOwner, JobSpec};
 use super::request::{Destination, Request};
 use super::stats::QueueStats;
-use super::{plan, RequestError, RuntimeShared};
+use super::plan;
+use super::shared::RuntimeShared;
+use crate::completion::RequestError;
 
 /// A queue's priority: the I/O engine's classes. The runtime serves higher
 /// priorities first; see `Dispatcher::next_part` for how lower ones are kept

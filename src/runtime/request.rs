@@ -7,7 +7,8 @@ use crate::codec::Codec;
 use crate::destinations::HostMemory;
 use crate::pack::AssetId;
 
-use super::{PackFile, SourceKind};
+use super::pack_file::PackFile;
+use super::queue::SourceKind;
 
 /// Where a request's bytes come from.
 #[derive(Clone)]

@@ -22,7 +22,7 @@ use super::super::complete::ToCompletion;
 use super::super::gpu_direct::{end_pinned, part_dests, record_part_direct};
 use super::super::job_table::JobTable;
 use super::super::plan::{BlockData, Class, Place};
-use super::super::RequestError;
+use crate::completion::RequestError;
 use super::{Entry, Finished, GpuBatcher, Recorded, Res, MAX_DIRECT};
 
 /// The open batch's entries after one pass over them.

@@ -10,7 +10,9 @@ use crate::destinations::texture;
 use crate::pack::{AssetId, AssetKind, BlockId, BlockTransform};
 
 use super::super::request::{Destination, Request};
-use super::super::{BufferProblem, PackFile, RequestError, RuntimeShared, SourceProblem};
+use super::super::pack_file::PackFile;
+use super::super::shared::RuntimeShared;
+use crate::completion::{BufferProblem, RequestError, SourceProblem};
 use super::{asset_of, classify, BlockData, BlockSrc, Class, Linear, Part, Piece, Place};
 
 /// `dest` as a sequence of places for a linear byte stream of `len` bytes,
