@@ -23,7 +23,7 @@
 use gpustream::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
 use gpustream::decode::gpu::{BlockPass, GDeflateDecodePipeline};
 use gpustream_tools::gpu::{read_buffer};
-use gpustream::decode::{GDeflateStatus, Lz4BlockDesc};
+use gpustream::decode::{GDeflateStatus, BlockDesc};
 use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{BlockId, Pack};
 use gpustream::{Codec, MAX_BLOCK_SIZE};
@@ -103,7 +103,7 @@ fn load(path: &std::path::Path, max: usize) -> Corpus {
 /// The device buffers of one batch of `n` pages.
 struct Batch {
     input: wgpu::Buffer,
-    descs: Vec<Lz4BlockDesc>,
+    descs: Vec<BlockDesc>,
     output: wgpu::Buffer,
     status: wgpu::Buffer,
     out_bytes: u64,
@@ -118,7 +118,7 @@ fn batch(ctx: &gpustream_tools::gpu::GpuContext, c: &Corpus, n: usize) -> Batch 
         let src = input.len() as u32;
         input.extend_from_slice(page);
         let size = c.plain[i].len() as u32;
-        descs.push(Lz4BlockDesc::linear(
+        descs.push(BlockDesc::linear(
             src,
             page.len() as u32,
             (i * MAX_BLOCK_SIZE) as u32,

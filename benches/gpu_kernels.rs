@@ -15,7 +15,7 @@
 
 use gpustream::decode::gpu::{BlockCheckDesc, BlockPass, Crc32cPipeline, Lz4Status, StoredCopyPipeline};
 use gpustream_tools::gpu::{read_buffer};
-use gpustream::decode::Lz4BlockDesc;
+use gpustream::decode::BlockDesc;
 use gpustream_tools::gpu::{open_device, GpuContext};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -169,7 +169,7 @@ fn main() {
             let k = b % 256;
             input[src..src + BLOCK].copy_from_slice(&pool[k * BLOCK..][..BLOCK]);
             let (s, n) = (src as u32, BLOCK as u32);
-            copy_descs.push(Lz4BlockDesc::linear(s, n, (b * BLOCK) as u32, n));
+            copy_descs.push(BlockDesc::linear(s, n, (b * BLOCK) as u32, n));
             check_descs.push(BlockCheckDesc::new(s, n, crcs[k]));
         }
         let input_buf = storage_buffer(&ctx, &input);

@@ -59,7 +59,7 @@
 #[allow(dead_code)] // the tests use the rest
 mod lz4_batch;
 
-use gpustream::decode::gpu::{Lz4BlockDesc, Lz4DecodePath, Lz4DecodePipeline, Lz4Status, UnconditionPipeline};
+use gpustream::decode::gpu::{BlockDesc, Lz4DecodePath, Lz4DecodePipeline, Lz4Status, UnconditionPipeline};
 use gpustream_tools::gpu::{read_buffer};
 use gpustream_tools::gpu::{open_device, GpuContext};
 use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
@@ -675,7 +675,7 @@ fn uncondition_pass(
     let (mut dst, mut src) = (0usize, total);
     for (planes, _) in blocks {
         bytes[src..src + planes.len()].copy_from_slice(planes);
-        let mut d = Lz4BlockDesc::linear(
+        let mut d = BlockDesc::linear(
             src as u32,
             planes.len() as u32,
             dst as u32,

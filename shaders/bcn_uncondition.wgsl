@@ -44,7 +44,7 @@ const TRANSFORM_LAST: u32 = 5u;
 // bc1-split 4|4, bc3-split 2|6|4|4, bc4-split 2|6, bc5-split 2|6|2|6.
 const FIELD_NIBBLES = array<u32, 4>(0x44u, 0x4462u, 0x62u, 0x6262u);
 
-// One block; mirrors Lz4BlockDesc (8 x u32). src_offset: where its
+// One block; mirrors BlockDesc (8 x u32). src_offset: where its
 // conditioned bytes start in `output`; src_size == dst_size; reserved0:
 // the transform id (0: none, a plain relayout).
 struct UnconditionDesc {
@@ -114,7 +114,7 @@ fn output_byte(addr: u32) -> u32 {
 }
 
 // The bytes a block spans in the output, padding between rows included
-// (Lz4BlockDesc::dst_extent), or 0xffffffff when it overflows.
+// (BlockDesc::dst_extent), or 0xffffffff when it overflows.
 fn dst_extent(d: UnconditionDesc) -> u32 {
     if (d.row_bytes == 0u || d.dst_size == 0u) {
         return d.dst_size;

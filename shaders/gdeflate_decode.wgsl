@@ -74,7 +74,7 @@ override WG: u32 = 32u;
 const LANES: u32 = 32u;
 
 // The status codes (STATUS_*), the block limits (MAX_*), BlockDesc (an
-// Lz4BlockDesc: 8 x u32), the precode order and Deflate64's length and
+// BlockDesc: 8 x u32), the precode order and Deflate64's length and
 // distance tables (PRECODE_ORDER, LEN_BASE, LEN_EXTRA, DIST_BASE,
 // DIST_EXTRA) come from the preamble each pipeline puts first
 // (src/decode/gpu/preamble.rs), written from the Rust constants the twins use.
@@ -94,7 +94,7 @@ const CODE_PRE: u32 = 2u;
 const SYM_BASE = array<u32, 3>(0u, 288u, 320u);
 
 
-// One page of the batch; mirrors Lz4BlockDesc (8 x u32, 32 bytes).
+// One page of the batch; mirrors BlockDesc (8 x u32, 32 bytes).
 
 struct Params {
     block_count: u32,

@@ -36,7 +36,7 @@
 override WG: u32 = 64u;
 
 // The status codes (STATUS_*), the block limits (MAX_*) and BlockDesc (an
-// Lz4BlockDesc: 8 x u32) come from the preamble each pipeline puts first
+// BlockDesc: 8 x u32) come from the preamble each pipeline puts first
 // (src/decode/gpu/preamble.rs), written from the Rust constants the twins use.
 
 struct Params {

@@ -15,7 +15,7 @@ use gdeflate::CompressionLevel;
 use gpustream::decode::cpu_twin::gdeflate_decode;
 use gpustream::decode::gpu::{validate_gdeflate_descs, BlockPass, GDeflateDecodePipeline, PassBindings};
 use gpustream_tools::gpu::{read_buffer};
-use gpustream::decode::{GDeflateStatus, Lz4BlockDesc};
+use gpustream::decode::{GDeflateStatus, BlockDesc};
 use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -129,7 +129,7 @@ fn sample(rng: &mut ChaCha8Rng, kind: usize, size: usize) -> Vec<u8> {
 #[derive(Default)]
 struct Batch {
     input: Vec<u8>,
-    descs: Vec<Lz4BlockDesc>,
+    descs: Vec<BlockDesc>,
     out_words: usize,
 }
 
@@ -140,7 +140,7 @@ impl Batch {
         let src_offset = self.input.len() as u32;
         self.input.extend_from_slice(page);
         let dst_offset = (self.out_words + gap) as u32 * 4;
-        let mut d = Lz4BlockDesc::linear(src_offset, page.len() as u32, dst_offset, dst_size);
+        let mut d = BlockDesc::linear(src_offset, page.len() as u32, dst_offset, dst_size);
         if let Some((bytes, pitch)) = rows {
             d = d.with_rows(bytes, pitch);
         }
@@ -225,7 +225,7 @@ impl Batch {
 fn run_gpu(
     ctx: &GpuContext,
     input: &[u32],
-    descs: &[Lz4BlockDesc],
+    descs: &[BlockDesc],
     initial: &[u32],
 ) -> (Vec<u32>, Vec<u32>) {
     let device = &ctx.device;
@@ -461,27 +461,27 @@ fn bad_descriptors_are_flagged_and_write_nothing() {
     let in_len = batch.input_words().len() as u32 * 4;
     let out_len = (batch.out_words as u32 + 4) * 4;
     let bad = [
-        Lz4BlockDesc {
+        BlockDesc {
             dst_size: 65537,
             ..good
         },
-        Lz4BlockDesc {
+        BlockDesc {
             src_size: in_len,
             ..good
         },
-        Lz4BlockDesc {
+        BlockDesc {
             src_offset: u32::MAX - 3,
             ..good
         },
-        Lz4BlockDesc {
+        BlockDesc {
             dst_offset: 2,
             ..good
         },
-        Lz4BlockDesc {
+        BlockDesc {
             dst_offset: out_len - 8,
             ..good
         },
-        Lz4BlockDesc {
+        BlockDesc {
             src_size: 0x0100_0000,
             ..good
         },

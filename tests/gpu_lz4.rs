@@ -10,7 +10,7 @@ use common::lz4_batch::{Lz4Batch, Lz4BatchResult};
 use common::test_device;
 use gpustream::decode::gpu::{BlockPass, Lz4DecodePath, Lz4DecodePipeline};
 use gpustream_tools::gpu::{decode_blocks_on_gpu};
-use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
+use gpustream::decode::{cpu_twin, BlockDesc, Lz4Status};
 use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -102,7 +102,7 @@ fn guard_words(n: usize) -> Vec<u32> {
 }
 
 /// Whether output byte `at` lies inside `desc`'s output rows.
-fn inside(desc: &Lz4BlockDesc, at: u64) -> Option<usize> {
+fn inside(desc: &BlockDesc, at: u64) -> Option<usize> {
     let rel = at.checked_sub(desc.dst_offset as u64)?;
     if desc.row_bytes == 0 {
         return (rel < desc.dst_size as u64).then_some(rel as usize);
@@ -311,8 +311,8 @@ fn blocks_interleaved_in_each_others_row_padding() {
     input.extend_from_slice(&pb);
     input.resize(input.len().next_multiple_of(4), 0);
     let descs = [
-        Lz4BlockDesc::linear(0, pa.len() as u32, 0, a.len() as u32).with_rows(60, 256),
-        Lz4BlockDesc::linear(pa.len() as u32, pb.len() as u32, 60, b.len() as u32)
+        BlockDesc::linear(0, pa.len() as u32, 0, a.len() as u32).with_rows(60, 256),
+        BlockDesc::linear(pa.len() as u32, pb.len() as u32, 60, b.len() as u32)
             .with_rows(68, 256),
     ];
     gpustream::decode::gpu::validate_descs(&descs, input.len() as u64, 256 * 40).unwrap();

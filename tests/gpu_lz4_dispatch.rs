@@ -13,7 +13,7 @@ mod common;
 use common::test_device;
 use gpustream::decode::gpu::{default_path, BlockPass, Lz4DecodePath, Lz4DecodePipeline};
 use gpustream_tools::gpu::{read_buffer};
-use gpustream::decode::{Lz4BlockDesc, Lz4Status};
+use gpustream::decode::{BlockDesc, Lz4Status};
 use wgpu::util::DeviceExt;
 
 #[test]
@@ -25,7 +25,7 @@ fn half_a_million_blocks_in_one_dispatch() {
     let mut input = Vec::with_capacity(BLOCKS as usize * 5 + 3);
     let mut descs = Vec::with_capacity(BLOCKS as usize);
     for i in 0..BLOCKS {
-        descs.push(Lz4BlockDesc::linear(input.len() as u32, 5, i * 4, 4));
+        descs.push(BlockDesc::linear(input.len() as u32, 5, i * 4, 4));
         input.push(0x40);
         input.extend_from_slice(&i.to_le_bytes());
     }

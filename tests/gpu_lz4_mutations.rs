@@ -11,7 +11,7 @@ mod common;
 use common::lz4_batch::Lz4Batch;
 use common::test_device;
 use gpustream::decode::gpu::{BlockPass, Lz4DecodePath, Lz4DecodePipeline, PassError};
-use gpustream::decode::{Lz4BlockDesc, Lz4Status};
+use gpustream::decode::{BlockDesc, Lz4Status};
 use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -252,22 +252,22 @@ fn shader_rejects_bad_descriptors_itself() {
     let in_len = input.len() as u32;
     let descs = [
         // Fine, as a control.
-        Lz4BlockDesc::linear(0, packed.len() as u32, 0, 100),
+        BlockDesc::linear(0, packed.len() as u32, 0, 100),
         // Unaligned output.
-        Lz4BlockDesc::linear(0, packed.len() as u32, 2, 100),
+        BlockDesc::linear(0, packed.len() as u32, 2, 100),
         // Input range past the binding.
-        Lz4BlockDesc::linear(in_len - 2, packed.len() as u32, 128, 100),
+        BlockDesc::linear(in_len - 2, packed.len() as u32, 128, 100),
         // Output range past the binding.
-        Lz4BlockDesc::linear(0, packed.len() as u32, 1024 - 64, 100),
+        BlockDesc::linear(0, packed.len() as u32, 1024 - 64, 100),
         // Over the 64 KiB block limit.
-        Lz4BlockDesc::linear(0, packed.len() as u32, 0, 65537),
+        BlockDesc::linear(0, packed.len() as u32, 0, 65537),
         // Rows that are not whole words.
-        Lz4BlockDesc::linear(0, packed.len() as u32, 256, 100).with_rows(10, 256),
+        BlockDesc::linear(0, packed.len() as u32, 256, 100).with_rows(10, 256),
         // A row pitch so large the rows leave the binding.
-        Lz4BlockDesc::linear(0, packed.len() as u32, 256, 100).with_rows(64, 0x4000_0000),
+        BlockDesc::linear(0, packed.len() as u32, 256, 100).with_rows(64, 0x4000_0000),
         // Offsets near u32::MAX must not wrap around.
-        Lz4BlockDesc::linear(u32::MAX - 3, 8, 0, 100),
-        Lz4BlockDesc::linear(0, packed.len() as u32, u32::MAX - 3, 100),
+        BlockDesc::linear(u32::MAX - 3, 8, 0, 100),
+        BlockDesc::linear(0, packed.len() as u32, u32::MAX - 3, 100),
     ];
     let expected = [1u32, 2, 2, 2, 2, 2, 2, 2, 2];
     let initial = guard_words(256);
@@ -366,7 +366,7 @@ fn v2_needs_an_output_of_whole_16_byte_units() {
     for pipeline in pipelines(&ctx) {
         for out_len in [1028u64, 1024] {
             // The block ends at the buffer's last byte.
-            let desc = Lz4BlockDesc::linear(0, src_size, out_len as u32 - 100, 100);
+            let desc = BlockDesc::linear(0, src_size, out_len as u32 - 100, 100);
             let batch_output = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: None,
                 contents: &vec![0xEEu8; out_len as usize],

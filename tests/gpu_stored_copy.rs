@@ -11,7 +11,7 @@ mod common;
 use common::test_device;
 use gpustream::decode::gpu::{validate_stored_descs, BlockPass, StoredCopyPipeline};
 use gpustream_tools::gpu::{read_buffer};
-use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
+use gpustream::decode::{cpu_twin, BlockDesc, Lz4Status};
 use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -37,7 +37,7 @@ fn to_words(bytes: &[u8]) -> Vec<u32> {
 fn run_gpu(
     ctx: &GpuContext,
     input: &[u8],
-    descs: &[Lz4BlockDesc],
+    descs: &[BlockDesc],
     initial: &[u32],
 ) -> (Vec<u32>, Vec<u32>) {
     let device = &ctx.device;
@@ -104,7 +104,7 @@ fn run_gpu(
 
 /// Whether output byte `at` lies inside `desc`'s output rows; the byte's
 /// position in the block if so.
-fn inside(desc: &Lz4BlockDesc, at: u64) -> Option<usize> {
+fn inside(desc: &BlockDesc, at: u64) -> Option<usize> {
     let rel = at.checked_sub(desc.dst_offset as u64)?;
     if desc.row_bytes == 0 {
         return (rel < desc.dst_size as u64).then_some(rel as usize);
@@ -137,7 +137,7 @@ fn random_blocks_match_twin_and_memcpy() {
         let src = input.len() as u32;
         input.extend((0..size).map(|_| rng.gen::<u8>()));
         out_len += rng.gen_range(0..3u64) * 4;
-        let mut d = Lz4BlockDesc::linear(src, size as u32, out_len as u32, size as u32);
+        let mut d = BlockDesc::linear(src, size as u32, out_len as u32, size as u32);
         if rng.gen_bool(0.4) {
             let row_bytes = rng.gen_range(1..=1024u32) * 4;
             let pitch = row_bytes.next_multiple_of(256) + rng.gen_range(0..2) * 256;
@@ -152,15 +152,15 @@ fn random_blocks_match_twin_and_memcpy() {
     let out_bytes = out_words as u32 * 4;
     // Malformed descriptors, each checked by the shader alone.
     let bad = [
-        Lz4BlockDesc::linear(0, 8, 0, 12),            // sizes differ
-        Lz4BlockDesc::linear(1, 8, 2, 8),             // unaligned output
-        Lz4BlockDesc::linear(in_len - 4, 8, 0, 8),    // input past the binding
-        Lz4BlockDesc::linear(0, 8, out_bytes - 4, 8), // output past the binding
-        Lz4BlockDesc::linear(u32::MAX - 2, 8, 0, 8),  // offset near u32::MAX
-        Lz4BlockDesc::linear(0, 65540, 0, 65540),     // over 64 KiB
-        Lz4BlockDesc::linear(0, 64, 0, 64).with_rows(6, 256), // row not whole words
-        Lz4BlockDesc::linear(0, 64, 0, 64).with_rows(32, 16), // pitch below row
-        Lz4BlockDesc::linear(0, 64, 0, 64).with_rows(4, 0x4000_0000), // rows past the end
+        BlockDesc::linear(0, 8, 0, 12),            // sizes differ
+        BlockDesc::linear(1, 8, 2, 8),             // unaligned output
+        BlockDesc::linear(in_len - 4, 8, 0, 8),    // input past the binding
+        BlockDesc::linear(0, 8, out_bytes - 4, 8), // output past the binding
+        BlockDesc::linear(u32::MAX - 2, 8, 0, 8),  // offset near u32::MAX
+        BlockDesc::linear(0, 65540, 0, 65540),     // over 64 KiB
+        BlockDesc::linear(0, 64, 0, 64).with_rows(6, 256), // row not whole words
+        BlockDesc::linear(0, 64, 0, 64).with_rows(32, 16), // pitch below row
+        BlockDesc::linear(0, 64, 0, 64).with_rows(4, 0x4000_0000), // rows past the end
     ];
     assert_eq!(
         validate_stored_descs(&descs, in_len as u64, out_bytes as u64),
@@ -228,7 +228,7 @@ fn more_blocks_than_one_grid_row() {
         let size = rng.gen_range(0..=9u32);
         let src = input.len() as u32;
         input.extend((0..size).map(|_| rng.gen::<u8>()));
-        descs.push(Lz4BlockDesc::linear(src, size, out_len, size));
+        descs.push(BlockDesc::linear(src, size, out_len, size));
         out_len += size.next_multiple_of(4) + 4;
     }
     let initial = guard_words(out_len as usize / 4 + 1);

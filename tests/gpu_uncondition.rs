@@ -13,7 +13,7 @@ mod common;
 use common::test_device;
 use gpustream::decode::gpu::{validate_uncondition_descs, UnconditionPipeline};
 use gpustream_tools::gpu::{read_buffer};
-use gpustream::decode::{cpu_twin, Lz4BlockDesc, Lz4Status};
+use gpustream::decode::{cpu_twin, BlockDesc, Lz4Status};
 use gpustream_tools::gpu::GpuContext;
 use gpustream::pack::BlockTransform;
 use rand::{Rng, SeedableRng};
@@ -28,7 +28,7 @@ fn guard_words(n: usize) -> Vec<u32> {
 
 /// One dispatch over `descs` on an output holding `initial`; returns
 /// (output words, status words).
-fn run_gpu(ctx: &GpuContext, descs: &[Lz4BlockDesc], initial: &[u32]) -> (Vec<u32>, Vec<u32>) {
+fn run_gpu(ctx: &GpuContext, descs: &[BlockDesc], initial: &[u32]) -> (Vec<u32>, Vec<u32>) {
     let device = &ctx.device;
     let table = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("uncondition descriptors"),
@@ -82,7 +82,7 @@ fn run_gpu(ctx: &GpuContext, descs: &[Lz4BlockDesc], initial: &[u32]) -> (Vec<u3
 /// and odd ones, linear and in padded rows. Output ranges first, the
 /// conditioned copies after them. Returns the descriptors, the initial
 /// output words and each block's original bytes.
-fn layout(rng: &mut ChaCha8Rng, blocks: usize) -> (Vec<Lz4BlockDesc>, Vec<u32>, Vec<Vec<u8>>) {
+fn layout(rng: &mut ChaCha8Rng, blocks: usize) -> (Vec<BlockDesc>, Vec<u32>, Vec<Vec<u8>>) {
     let transforms = &BlockTransform::ALL;
     let mut descs = Vec::new();
     let mut originals = Vec::new();
@@ -97,7 +97,7 @@ fn layout(rng: &mut ChaCha8Rng, blocks: usize) -> (Vec<Lz4BlockDesc>, Vec<u32>, 
             2 => 65536,
             _ => e * rng.gen_range(8..512),
         };
-        let mut d = Lz4BlockDesc::linear(0, size, dst, size);
+        let mut d = BlockDesc::linear(0, size, dst, size);
         if rng.gen_bool(0.5) && size % 4 == 0 {
             let row = (e * rng.gen_range(1..16)).min(size.next_multiple_of(4));
             d = d.with_rows(row, row.next_multiple_of(256));
@@ -204,7 +204,7 @@ fn mutated_descriptors_never_write_outside_their_range() {
         }
         // On the GPU: the bad ones in one dispatch must all be flagged and
         // leave the buffer as it was.
-        let bad: Vec<Lz4BlockDesc> = descs
+        let bad: Vec<BlockDesc> = descs
             .iter()
             .zip(&want_status)
             .filter(|(_, &s)| s != 1)

@@ -14,7 +14,7 @@
 #![no_main]
 
 use gpustream::decode::cpu_twin::gdeflate_decode;
-use gpustream::decode::{GDeflateStatus, Lz4BlockDesc};
+use gpustream::decode::{GDeflateStatus, BlockDesc};
 use libfuzzer_sys::fuzz_target;
 
 /// Guard value of output word `i`: no two neighbours alike.
@@ -100,7 +100,7 @@ fuzz_target!(|data: &[u8]| {
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
         .collect();
-    let desc = Lz4BlockDesc {
+    let desc = BlockDesc {
         src_offset,
         src_size: page.len() as u32,
         dst_offset,

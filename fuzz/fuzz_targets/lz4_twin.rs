@@ -9,7 +9,7 @@
 #![no_main]
 
 use gpustream::decode::cpu_twin::lz4_decode;
-use gpustream::decode::{Lz4BlockDesc, Lz4Status};
+use gpustream::decode::{BlockDesc, Lz4Status};
 use libfuzzer_sys::fuzz_target;
 
 /// Guard value of output word `i`: no two neighbours alike.
@@ -53,7 +53,7 @@ fuzz_target!(|data: &[u8]| {
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
         .collect();
-    let desc = Lz4BlockDesc {
+    let desc = BlockDesc {
         src_offset,
         src_size: stream.len() as u32,
         dst_offset,

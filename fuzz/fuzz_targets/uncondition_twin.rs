@@ -10,7 +10,7 @@
 #![no_main]
 
 use gpustream::decode::cpu_twin::bcn_uncondition;
-use gpustream::decode::{status_code, Lz4BlockDesc};
+use gpustream::decode::{status_code, BlockDesc};
 use gpustream::pack::BlockTransform;
 use libfuzzer_sys::fuzz_target;
 
@@ -32,9 +32,9 @@ fuzz_target!(|data: &[u8]| {
     let row_bytes = (p[12] as u32) * 4;
     let row_pitch = row_bytes + (p[13] as u32 & 63) * 4;
     let transform = p[14] as u32 % 8;
-    let desc = Lz4BlockDesc {
+    let desc = BlockDesc {
         reserved: [transform, 0],
-        ..Lz4BlockDesc::linear(src, size, dst, size).with_rows(row_bytes, row_pitch)
+        ..BlockDesc::linear(src, size, dst, size).with_rows(row_bytes, row_pitch)
     };
     let mut initial: Vec<u32> = (0..4096u32)
         .map(|i| i.wrapping_mul(0x9E37_79B9) ^ 0x5A5A_A5A5)

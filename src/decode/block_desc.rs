@@ -17,7 +17,7 @@ use bytemuck::{Pod, Zeroable};
 /// shader does not check it: `gpu::validate_descs` does).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
-pub struct Lz4BlockDesc {
+pub struct BlockDesc {
     /// Byte offset of the compressed block in the input binding.
     pub src_offset: u32,
     /// Compressed size in bytes.
@@ -34,7 +34,7 @@ pub struct Lz4BlockDesc {
     pub reserved: [u32; 2],
 }
 
-impl Lz4BlockDesc {
+impl BlockDesc {
     /// A linear block: `src_size` bytes at `src_offset` decode to `dst_size`
     /// bytes at `dst_offset`.
     pub fn linear(src_offset: u32, src_size: u32, dst_offset: u32, dst_size: u32) -> Self {

@@ -46,7 +46,7 @@ pub enum GDeflateStatus {
     #[error("page was not decoded")]
     NotRun,
     /// The descriptor does not fit the bound buffers or breaks the layout
-    /// rules of `Lz4BlockDesc`.
+    /// rules of `BlockDesc`.
     #[error("invalid page descriptor")]
     BadDescriptor,
     /// A refill would read past the end of the page.

@@ -32,9 +32,9 @@ pub mod status_code;
 pub(crate) mod status_code;
 
 #[cfg(feature = "internals")]
-pub use block_desc::Lz4BlockDesc;
+pub use block_desc::BlockDesc;
 #[cfg(not(feature = "internals"))]
-pub(crate) use block_desc::Lz4BlockDesc;
+pub(crate) use block_desc::BlockDesc;
 pub use gdeflate_status::GDeflateStatus;
 // What an engine chooses or learns about the GPU decoders: which GDeflate
 // decoder (and the device request that enables the driver's), and which
@@ -58,7 +58,7 @@ pub enum Lz4Status {
     #[error("block was not decoded")]
     NotRun,
     /// The descriptor does not fit the bound buffers or breaks the layout
-    /// rules of `Lz4BlockDesc`.
+    /// rules of `BlockDesc`.
     #[error("invalid block descriptor")]
     BadDescriptor,
     /// The stream ends inside a sequence.
@@ -160,9 +160,9 @@ mod tests {
 
     #[test]
     fn padded_extent() {
-        let d = Lz4BlockDesc::linear(0, 10, 0, 1000).with_rows(64, 256);
+        let d = BlockDesc::linear(0, 10, 0, 1000).with_rows(64, 256);
         // 15 full rows of 64 and a last row of 40 bytes.
         assert_eq!(d.dst_extent(), Some(15 * 256 + 40));
-        assert_eq!(Lz4BlockDesc::linear(0, 1, 0, 7).dst_extent(), Some(7));
+        assert_eq!(BlockDesc::linear(0, 1, 0, 7).dst_extent(), Some(7));
     }
 }

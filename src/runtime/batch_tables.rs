@@ -12,7 +12,7 @@
 
 use std::ops::Range;
 
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 use super::batch_status::table;
 
@@ -24,9 +24,9 @@ pub(crate) const RUN_ALIGN: usize = 64;
 /// status table's number (`table::LZ4`, `table::GDEFLATE`,
 /// `table::STORED`).
 pub(crate) struct BatchTables {
-    lz4: Vec<Vec<Lz4BlockDesc>>,
-    gdeflate: Vec<Vec<Lz4BlockDesc>>,
-    stored: Vec<Vec<Lz4BlockDesc>>,
+    lz4: Vec<Vec<BlockDesc>>,
+    gdeflate: Vec<Vec<BlockDesc>>,
+    stored: Vec<Vec<BlockDesc>>,
 }
 
 /// Where a part's descriptors went before the tables are laid out:
@@ -41,9 +41,9 @@ pub(crate) struct LocalSlot {
 
 /// The laid-out tables: flat, with each target's run.
 pub(crate) struct Laid {
-    pub lz4: Vec<Lz4BlockDesc>,
-    pub gdeflate: Vec<Lz4BlockDesc>,
-    pub stored: Vec<Lz4BlockDesc>,
+    pub lz4: Vec<BlockDesc>,
+    pub gdeflate: Vec<BlockDesc>,
+    pub stored: Vec<BlockDesc>,
     /// Per target, its run in `lz4`, `gdeflate` and `stored`.
     pub lz4_runs: Vec<Range<usize>>,
     pub gdeflate_runs: Vec<Range<usize>>,
@@ -60,7 +60,7 @@ impl BatchTables {
         }
     }
 
-    fn table(&mut self, t: usize) -> &mut Vec<Vec<Lz4BlockDesc>> {
+    fn table(&mut self, t: usize) -> &mut Vec<Vec<BlockDesc>> {
         match t {
             table::LZ4 => &mut self.lz4,
             table::GDEFLATE => &mut self.gdeflate,
@@ -74,15 +74,15 @@ impl BatchTables {
     }
 
     /// Adds a descriptor to `target`'s run of table `t`.
-    pub fn push(&mut self, target: usize, t: usize, desc: Lz4BlockDesc) {
+    pub fn push(&mut self, target: usize, t: usize, desc: BlockDesc) {
         self.table(t)[target].push(desc);
     }
 
     /// Lays the runs out back to back, each on a multiple of [`RUN_ALIGN`];
     /// the padding between runs is never dispatched.
     pub fn lay_out(self) -> Laid {
-        let flat = |t: Vec<Vec<Lz4BlockDesc>>| {
-            let mut out: Vec<Lz4BlockDesc> = Vec::new();
+        let flat = |t: Vec<Vec<BlockDesc>>| {
+            let mut out: Vec<BlockDesc> = Vec::new();
             let mut runs = Vec::with_capacity(t.len());
             for run in t {
                 // An empty run is never dispatched: it takes no padding.
@@ -90,7 +90,7 @@ impl BatchTables {
                     0 => out.len(),
                     _ => out.len().next_multiple_of(RUN_ALIGN),
                 };
-                out.resize(at, Lz4BlockDesc::linear(0, 0, 0, 0));
+                out.resize(at, BlockDesc::linear(0, 0, 0, 0));
                 out.extend_from_slice(&run);
                 runs.push(at..out.len());
             }
@@ -130,11 +130,11 @@ mod tests {
     fn runs_start_on_whole_binding_units() {
         let mut t = BatchTables::new(2);
         for i in 0..70 {
-            t.push(0, table::LZ4, Lz4BlockDesc::linear(i, 1, 0, 1));
+            t.push(0, table::LZ4, BlockDesc::linear(i, 1, 0, 1));
         }
-        t.push(2, table::LZ4, Lz4BlockDesc::linear(99, 1, 0, 1));
-        t.push(1, table::STORED, Lz4BlockDesc::linear(7, 1, 0, 1));
-        t.push(1, table::GDEFLATE, Lz4BlockDesc::linear(8, 1, 0, 1));
+        t.push(2, table::LZ4, BlockDesc::linear(99, 1, 0, 1));
+        t.push(1, table::STORED, BlockDesc::linear(7, 1, 0, 1));
+        t.push(1, table::GDEFLATE, BlockDesc::linear(8, 1, 0, 1));
         let laid = t.lay_out();
         assert_eq!(laid.lz4_runs, vec![0..70, 70..70, 128..129]);
         assert_eq!(laid.lz4[128].src_offset, 99);
@@ -150,6 +150,6 @@ mod tests {
         assert_eq!(laid.slot(s), (table::LZ4, 128, 1));
         // 64 status words and 8 descriptors are 256 bytes.
         assert_eq!(RUN_ALIGN * 4 % 256, 0);
-        assert_eq!(RUN_ALIGN * std::mem::size_of::<Lz4BlockDesc>() % 256, 0);
+        assert_eq!(RUN_ALIGN * std::mem::size_of::<BlockDesc>() % 256, 0);
     }
 }

@@ -38,7 +38,7 @@ use crossbeam::channel::Sender;
 
 use crate::completion::gpu_poll::GpuPoller;
 use crate::decode::gpu::{
-    BlockCheckDesc, Crc32cPipeline, GDeflateDecodePipeline, Lz4BlockDesc, Lz4DecodePipeline,
+    BlockCheckDesc, Crc32cPipeline, GDeflateDecodePipeline, BlockDesc, Lz4DecodePipeline,
     StoredCopyPipeline, UnconditionPipeline,
 };
 use crate::destinations::gpu_copies::MipsTouched;
@@ -747,7 +747,7 @@ impl Res {
             })
         };
         let words = caps.blocks * 4;
-        let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+        let desc = std::mem::size_of::<BlockDesc>() as u64;
         let check = std::mem::size_of::<BlockCheckDesc>() as u64;
         Res {
             input: mk("input", caps.input, U::STORAGE | U::COPY_DST | U::COPY_SRC),

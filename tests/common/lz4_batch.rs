@@ -9,7 +9,7 @@ use gpustream::decode::cpu_twin::{
 use gpustream::decode::gpu::lz4_decode::{Lz4DecodePipeline, PassError};
 use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::gpu::BlockPass;
-use gpustream::decode::Lz4BlockDesc;
+use gpustream::decode::BlockDesc;
 use gpustream_tools::gpu::GpuContext;
 use wgpu::util::DeviceExt;
 
@@ -17,7 +17,7 @@ use wgpu::util::DeviceExt;
 #[derive(Clone, Debug, Default)]
 pub struct Lz4Batch {
     input: Vec<u8>,
-    descs: Vec<Lz4BlockDesc>,
+    descs: Vec<BlockDesc>,
     output_len: u64,
 }
 
@@ -57,10 +57,10 @@ impl Lz4Batch {
         src_gap: usize,
         dst_gap: u64,
         rows: Option<(u32, u32)>,
-    ) -> Lz4BlockDesc {
+    ) -> BlockDesc {
         self.input.resize(self.input.len() + src_gap, 0x5A);
         let dst_offset = (self.output_len + dst_gap).next_multiple_of(4);
-        let mut desc = Lz4BlockDesc::linear(
+        let mut desc = BlockDesc::linear(
             self.input.len() as u32,
             src.len() as u32,
             dst_offset as u32,
@@ -76,7 +76,7 @@ impl Lz4Batch {
     }
 
     /// The descriptors, in push order.
-    pub fn descs(&self) -> &[Lz4BlockDesc] {
+    pub fn descs(&self) -> &[BlockDesc] {
         &self.descs
     }
 
@@ -231,7 +231,7 @@ impl Lz4Batch {
         });
         let mut table = self.descs.clone();
         if table.is_empty() {
-            table.push(Lz4BlockDesc::default());
+            table.push(BlockDesc::default());
         }
         let descs = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
             label: Some("lz4 batch descriptors"),

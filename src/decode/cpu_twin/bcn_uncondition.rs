@@ -9,7 +9,7 @@
 //! and the output range are disjoint), so any order gives the shader's
 //! result.
 
-use crate::decode::{status_code, Lz4BlockDesc};
+use crate::decode::{status_code, BlockDesc};
 use crate::MAX_BLOCK_SIZE;
 
 /// Lanes per workgroup, as the pipeline sets the shader's `WG`.
@@ -63,7 +63,7 @@ fn output_byte(output: &[u32], addr: u32) -> u32 {
 }
 
 /// The bytes a block spans in the output, or `u32::MAX` on overflow.
-fn dst_extent(d: &Lz4BlockDesc) -> u32 {
+fn dst_extent(d: &BlockDesc) -> u32 {
     if d.row_bytes == 0 || d.dst_size == 0 {
         return d.dst_size;
     }
@@ -76,7 +76,7 @@ fn dst_extent(d: &Lz4BlockDesc) -> u32 {
 }
 
 /// The shader's descriptor check against an output of `out_words` words.
-fn valid(d: &Lz4BlockDesc, out_words: usize) -> bool {
+fn valid(d: &BlockDesc, out_words: usize) -> bool {
     let out_len = out_words.min(0x3fff_ffff) as u32 * 4;
     let extent = dst_extent(d);
     let t = d.reserved[0];
@@ -104,7 +104,7 @@ fn valid(d: &Lz4BlockDesc, out_words: usize) -> bool {
 /// reads its conditioned bytes at `src_offset` of `output`, writes the
 /// block in the texture's order to its output range, and returns the
 /// status word.
-pub fn bcn_uncondition(output: &mut [u32], d: &Lz4BlockDesc) -> u32 {
+pub fn bcn_uncondition(output: &mut [u32], d: &BlockDesc) -> u32 {
     if !valid(d, output.len()) {
         return status_code::BAD_DESCRIPTOR;
     }
@@ -173,9 +173,9 @@ mod tests {
             let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
             bytes[8192..8192 + len as usize].copy_from_slice(&cond);
             let before = out.clone();
-            let d = Lz4BlockDesc {
+            let d = BlockDesc {
                 reserved: [t.id() as u32, 0],
-                ..Lz4BlockDesc::linear(8192, len, 256, len).with_rows(96, 128)
+                ..BlockDesc::linear(8192, len, 256, len).with_rows(96, 128)
             };
             assert_eq!(bcn_uncondition(&mut out, &d), status_code::OK, "{t:?}");
             let bytes: &[u8] = bytemuck::cast_slice(&out);
@@ -196,32 +196,32 @@ mod tests {
     #[test]
     fn bad_descriptors_write_nothing() {
         let mut out = vec![7u32; 64];
-        let ok = Lz4BlockDesc {
+        let ok = BlockDesc {
             reserved: [1, 0],
-            ..Lz4BlockDesc::linear(128, 64, 0, 64)
+            ..BlockDesc::linear(128, 64, 0, 64)
         };
         let bad = [
-            Lz4BlockDesc {
+            BlockDesc {
                 reserved: [6, 0],
                 ..ok
             },
-            Lz4BlockDesc {
+            BlockDesc {
                 src_offset: 200,
                 ..ok
             },
-            Lz4BlockDesc {
+            BlockDesc {
                 dst_offset: 2,
                 ..ok
             },
-            Lz4BlockDesc {
+            BlockDesc {
                 dst_offset: 100,
                 ..ok
             },
-            Lz4BlockDesc {
+            BlockDesc {
                 dst_offset: 224,
                 ..ok
             },
-            Lz4BlockDesc { src_size: 60, ..ok },
+            BlockDesc { src_size: 60, ..ok },
             ok.with_rows(16, 0x4000_0000),
         ];
         for d in bad {

@@ -18,7 +18,7 @@
 
 use super::lz4_decode::{check_desc, phys_word, Layout};
 use crate::decode::gdeflate_status::code as status;
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 /// Lanes of the workgroup, one per GDeflate sub-stream.
 pub(crate) const LANES: usize = 32;
@@ -57,7 +57,7 @@ struct Group<'a> {
     input: &'a [u32],
     output: &'a mut [u32],
     dst: Layout,
-    desc: Lz4BlockDesc,
+    desc: BlockDesc,
     // Per-stream 64-bit bit buffers (low, high word) and bit counts.
     s_lo: [u32; LANES],
     s_hi: [u32; LANES],
@@ -106,13 +106,13 @@ struct Group<'a> {
 ///
 /// Never panics and never writes outside the page's output range (its last
 /// partial word included), whatever the descriptor and the input hold.
-pub fn gdeflate_decode(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> u32 {
+pub fn gdeflate_decode(desc: &BlockDesc, input: &[u32], output: &mut [u32]) -> u32 {
     decode_counted(desc, input, output).0
 }
 
 /// [`gdeflate_decode`], also returning the page bytes the decoder read
 /// (its cursor when it stopped).
-fn decode_counted(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> (u32, u32) {
+fn decode_counted(desc: &BlockDesc, input: &[u32], output: &mut [u32]) -> (u32, u32) {
     let Some(dst) = check_desc(desc, input.len(), output.len()) else {
         return (status::BAD_DESCRIPTOR, 0);
     };
@@ -856,7 +856,7 @@ mod tests {
         bytes.extend_from_slice(page);
         bytes.resize(bytes.len().next_multiple_of(4), 0xAA);
         let input: Vec<u32> = bytemuck::cast_slice(&bytes).to_vec();
-        let desc = Lz4BlockDesc::linear(3, page.len() as u32, 0, size as u32);
+        let desc = BlockDesc::linear(3, page.len() as u32, 0, size as u32);
         let mut out = vec![0x5555_5555u32; size.div_ceil(4) + 1];
         let (st, read) = decode_counted(&desc, &input, &mut out);
         let b: &[u8] = bytemuck::cast_slice(&out);

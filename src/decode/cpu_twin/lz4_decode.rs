@@ -7,7 +7,7 @@
 //! written by exactly one lane and no lane reads a word written in the same
 //! pass, so any order gives the shader's result.
 
-use crate::decode::{status_code, Lz4BlockDesc, Lz4Status};
+use crate::decode::{status_code, BlockDesc, Lz4Status};
 use crate::MAX_BLOCK_SIZE;
 
 /// The largest compressed block the decoder takes (the shader's
@@ -167,7 +167,7 @@ fn match_source(seq: Sequence, k: u32) -> u32 {
 
 /// Validates `desc` against buffers of `in_words` and `out_words` words the
 /// way the shader does; returns the output layout when it is valid.
-pub(super) fn check_desc(desc: &Lz4BlockDesc, in_words: usize, out_words: usize) -> Option<Layout> {
+pub(super) fn check_desc(desc: &BlockDesc, in_words: usize, out_words: usize) -> Option<Layout> {
     // The shader computes these in u32: bindings are below 4 GiB.
     let in_bytes = (in_words as u64 * 4).min(u32::MAX as u64) as u32;
     let out_bytes = (out_words as u64 * 4).min(u32::MAX as u64) as u32;
@@ -205,7 +205,7 @@ pub(super) fn check_desc(desc: &Lz4BlockDesc, in_words: usize, out_words: usize)
 ///
 /// Never panics and never writes outside the block's output range, whatever
 /// the descriptor and the input bytes hold.
-pub fn lz4_decode(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> u32 {
+pub fn lz4_decode(desc: &BlockDesc, input: &[u32], output: &mut [u32]) -> u32 {
     let Some(dst) = check_desc(desc, input.len(), output.len()) else {
         return status_code::BAD_DESCRIPTOR;
     };
@@ -358,7 +358,7 @@ pub fn decode_block(src: &[u8], dst_size: usize) -> Result<Vec<u8>, Lz4Status> {
         })
         .collect();
     let mut output = vec![0u32; dst_size.div_ceil(4)];
-    let desc = Lz4BlockDesc::linear(0, src.len() as u32, 0, dst_size as u32);
+    let desc = BlockDesc::linear(0, src.len() as u32, 0, dst_size as u32);
     match Lz4Status::from_word(lz4_decode(&desc, &input, &mut output)) {
         Lz4Status::Ok => {
             let mut bytes: Vec<u8> = output.iter().flat_map(|w| w.to_le_bytes()).collect();
@@ -464,7 +464,7 @@ mod tests {
         let mut input = vec![0u32; packed.len().div_ceil(4) + 1];
         bytemuck::cast_slice_mut::<u32, u8>(&mut input)[3..3 + packed.len()]
             .copy_from_slice(&packed);
-        let desc = Lz4BlockDesc::linear(3, packed.len() as u32, 8, 1000).with_rows(64, 256);
+        let desc = BlockDesc::linear(3, packed.len() as u32, 8, 1000).with_rows(64, 256);
         let mut output = vec![0xA5A5_A5A5u32; 2 + 4096 / 4 + 4];
         let word = lz4_decode(&desc, &input, &mut output);
         assert_eq!(Lz4Status::from_word(word), Lz4Status::Ok);

@@ -16,7 +16,7 @@
 //! stale value here, and the output would differ from v1's.
 
 use super::lz4_decode::{check_desc, finish_block, phys_word, Buffers, Layout, Sequence};
-use crate::decode::{status_code, Lz4BlockDesc};
+use crate::decode::{status_code, BlockDesc};
 
 /// Largest window the twin models (the shader's `WIN`, the adapter's
 /// subgroup size; 128 lanes is the widest subgroup any API reports).
@@ -190,7 +190,7 @@ fn sequence_quad(buf: &Buffers<'_>, dst: Layout, seq: Sequence, p: u32) -> ([u32
 ///
 /// Never panics and never writes outside the block's output range.
 pub fn lz4_decode_v2(
-    desc: &Lz4BlockDesc,
+    desc: &BlockDesc,
     input: &[u32],
     output: &mut [u32],
     window_words: u32,
@@ -203,7 +203,7 @@ pub fn lz4_decode_v2(
 /// stores (the shader's `WIDE`: with them, only passes of more than `lanes`
 /// words use them). The bytes written depend on neither.
 pub fn lz4_decode_v2_counted(
-    desc: &Lz4BlockDesc,
+    desc: &BlockDesc,
     input: &[u32],
     output: &mut [u32],
     window_words: u32,
@@ -256,7 +256,7 @@ impl BlockDecoder {
     /// The decoder of `desc`'s block, or the status word of a descriptor
     /// the shader rejects.
     pub(super) fn new(
-        desc: &Lz4BlockDesc,
+        desc: &BlockDesc,
         input: &[u32],
         output_words: usize,
         window_words: u32,
@@ -538,7 +538,7 @@ pub(super) mod tests {
             // Rows starting on a 16-byte unit (whole units: the 16-byte
             // stores apply) and rows starting between units (they do not).
             let at = if seed % 4 == 0 { 16 } else { 8 };
-            let mut desc = Lz4BlockDesc::linear(lead as u32, packed.len() as u32, at, len as u32);
+            let mut desc = BlockDesc::linear(lead as u32, packed.len() as u32, at, len as u32);
             if let Some((b, p)) = rows {
                 desc = desc.with_rows(b, p);
             }
@@ -579,7 +579,7 @@ pub(super) mod tests {
         let data = sample(65536, 3);
         let packed = lz4_flex::block::compress(&data);
         let input = words(&packed, 0);
-        let desc = Lz4BlockDesc::linear(0, packed.len() as u32, 0, data.len() as u32);
+        let desc = BlockDesc::linear(0, packed.len() as u32, 0, data.len() as u32);
         let mut out = vec![0u32; data.len() / 4];
         let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 32, 32, false);
         assert_eq!(word & 0xff, status_code::OK);
@@ -591,7 +591,7 @@ pub(super) mod tests {
         let src = b"0123456789abcdef!0123456789abcdef?0123456789abcdef+-*/=.,;:".to_vec();
         let packed = lz4_flex::block::compress(&src);
         let input = words(&packed, 0);
-        let desc = Lz4BlockDesc::linear(0, packed.len() as u32, 0, src.len() as u32);
+        let desc = BlockDesc::linear(0, packed.len() as u32, 0, src.len() as u32);
         let mut out = vec![0u32; src.len().div_ceil(4)];
         let (word, counts) = lz4_decode_v2_counted(&desc, &input, &mut out, 8, 8, false);
         assert_eq!(word & 0xff, status_code::OK);
@@ -607,7 +607,7 @@ pub(super) mod tests {
     /// `want`; also without them, where every word is a single store.
     fn decode_counted(block: &[u8], want: &[u8]) -> Lz4DecodeCounts {
         let input = words(block, 0);
-        let desc = Lz4BlockDesc::linear(0, block.len() as u32, 0, want.len() as u32);
+        let desc = BlockDesc::linear(0, block.len() as u32, 0, want.len() as u32);
         let n = want.len().div_ceil(4) + 4;
         let mut v1 = vec![0xA5A5_A5A5u32; n];
         assert_eq!(lz4_decode(&desc, &input, &mut v1) & 0xff, status_code::OK);

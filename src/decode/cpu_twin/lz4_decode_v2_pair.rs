@@ -10,7 +10,7 @@
 //! hold its outputs and status words to [`lz4_decode_v2`](super::lz4_decode_v2::lz4_decode_v2).
 
 use super::lz4_decode_v2::{BlockDecoder, Lz4DecodeCounts};
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 /// Decodes `descs` as one workgroup of `lz4_decode_v2_pair` with
 /// `descs.len()` slots of `lanes` lanes and a `window_words`-word window
@@ -20,7 +20,7 @@ use crate::decode::Lz4BlockDesc;
 ///
 /// Never panics and never writes outside the blocks' output ranges.
 pub fn lz4_decode_v2_group(
-    descs: &[Lz4BlockDesc],
+    descs: &[BlockDesc],
     input: &[u32],
     output: &mut [u32],
     window_words: u32,
@@ -105,7 +105,7 @@ mod tests {
     /// Blocks of every kind side by side in one input and one output: valid
     /// ones of many lengths, corrupted and truncated ones, a bad
     /// descriptor, linear and with padded rows.
-    fn blocks(count: u64) -> (Vec<Lz4BlockDesc>, Vec<u32>, usize) {
+    fn blocks(count: u64) -> (Vec<BlockDesc>, Vec<u32>, usize) {
         let mut bytes = Vec::new();
         let mut descs = Vec::new();
         let mut out_at = 16u32;
@@ -121,7 +121,7 @@ mod tests {
             }
             let src = bytes.len() as u32;
             bytes.extend_from_slice(&packed);
-            let mut desc = Lz4BlockDesc::linear(src, packed.len() as u32, out_at, len as u32);
+            let mut desc = BlockDesc::linear(src, packed.len() as u32, out_at, len as u32);
             if seed % 3 == 0 {
                 desc = desc.with_rows(64, 256);
             }
@@ -191,8 +191,8 @@ mod tests {
         let input = words(&bytes, 0);
         let n = packed.len() as u32;
         let descs = [
-            Lz4BlockDesc::linear(0, n, 0, 65536),
-            Lz4BlockDesc::linear(n, n, 65536, 65536),
+            BlockDesc::linear(0, n, 0, 65536),
+            BlockDesc::linear(n, n, 65536, 65536),
         ];
         let mut out = vec![0u32; 2 * 65536 / 4];
         let (status, counts) = lz4_decode_v2_group(&descs, &input, &mut out, 32, 32);

@@ -8,7 +8,7 @@
 //! lane reads a word another lane writes, so any order gives the shader's
 //! result.
 
-use crate::decode::{status_code, Lz4BlockDesc};
+use crate::decode::{status_code, BlockDesc};
 use crate::MAX_BLOCK_SIZE;
 
 /// Lanes per workgroup, as the pipeline sets the shader's `WG`.
@@ -85,7 +85,7 @@ impl Buffers<'_> {
 
 /// The shader's descriptor check: `Some((row_bytes, pitch))` when the block
 /// may run, with a linear block as one row of its whole size.
-fn check_desc(desc: &Lz4BlockDesc, in_words: usize, out_words: usize) -> Option<(u32, u32)> {
+fn check_desc(desc: &BlockDesc, in_words: usize, out_words: usize) -> Option<(u32, u32)> {
     // The shader computes these in u32 (bindings are below 4 GiB).
     let in_bytes = (in_words as u64 * 4).min(u32::MAX as u64 & !3) as u32;
     let out_bytes = (out_words as u64 * 4).min(u32::MAX as u64 & !3) as u32;
@@ -119,7 +119,7 @@ fn check_desc(desc: &Lz4BlockDesc, in_words: usize, out_words: usize) -> Option<
 
 /// Copies one stored block as the shader's workgroup does and returns its
 /// status word (`OK`, or `BAD_DESCRIPTOR` with nothing written).
-pub fn stored_copy(desc: &Lz4BlockDesc, input: &[u32], output: &mut [u32]) -> u32 {
+pub fn stored_copy(desc: &BlockDesc, input: &[u32], output: &mut [u32]) -> u32 {
     let Some((row_bytes, pitch)) = check_desc(desc, input.len(), output.len()) else {
         return status_code::BAD_DESCRIPTOR;
     };
@@ -162,7 +162,7 @@ mod tests {
             for len in 0..200u32 {
                 for dst_offset in [0u32, 4, 8, 12] {
                     let mut output = vec![0xDEAD_BEEFu32; 80];
-                    let d = Lz4BlockDesc::linear(src_offset, len, dst_offset, len);
+                    let d = BlockDesc::linear(src_offset, len, dst_offset, len);
                     assert_eq!(stored_copy(&d, &input, &mut output), status_code::OK);
                     let out: &[u8] = bytemuck::cast_slice(&output);
                     let (a, b) = (dst_offset as usize, (dst_offset + len) as usize);
@@ -184,7 +184,7 @@ mod tests {
         let input = words(&src);
         let mut output = vec![0u32; 1024];
         // 10 rows of 36 bytes and a last row of 2, 256 bytes apart.
-        let d = Lz4BlockDesc::linear(3, 362, 8, 362).with_rows(36, 256);
+        let d = BlockDesc::linear(3, 362, 8, 362).with_rows(36, 256);
         assert_eq!(stored_copy(&d, &input, &mut output), status_code::OK);
         let out: &[u8] = bytemuck::cast_slice(&output);
         for r in 0..11usize {
@@ -202,14 +202,14 @@ mod tests {
     fn bad_descriptors_write_nothing() {
         let input = vec![1u32; 16];
         let bad = [
-            Lz4BlockDesc::linear(0, 8, 0, 12),
-            Lz4BlockDesc::linear(0, 8, 2, 8),
-            Lz4BlockDesc::linear(60, 8, 0, 8),
-            Lz4BlockDesc::linear(0, 8, 60, 8),
-            Lz4BlockDesc::linear(u32::MAX - 3, 8, 0, 8),
-            Lz4BlockDesc::linear(0, 8, 0, 8).with_rows(6, 8),
-            Lz4BlockDesc::linear(0, 8, 0, 8).with_rows(8, 4),
-            Lz4BlockDesc::linear(0, 40, 0, 40).with_rows(4, u32::MAX - 3),
+            BlockDesc::linear(0, 8, 0, 12),
+            BlockDesc::linear(0, 8, 2, 8),
+            BlockDesc::linear(60, 8, 0, 8),
+            BlockDesc::linear(0, 8, 60, 8),
+            BlockDesc::linear(u32::MAX - 3, 8, 0, 8),
+            BlockDesc::linear(0, 8, 0, 8).with_rows(6, 8),
+            BlockDesc::linear(0, 8, 0, 8).with_rows(8, 4),
+            BlockDesc::linear(0, 40, 0, 40).with_rows(4, u32::MAX - 3),
         ];
         for d in bad {
             let mut output = vec![7u32; 16];

@@ -12,7 +12,7 @@ use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, upload_table, Access, Kernel,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, PassError};
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 /// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/bcn_uncondition.wgsl");
@@ -71,7 +71,7 @@ impl UnconditionPipeline {
         if block_count == 0 {
             return Ok(());
         }
-        let desc_size = std::mem::size_of::<Lz4BlockDesc>() as u64;
+        let desc_size = std::mem::size_of::<BlockDesc>() as u64;
         let (grid_x, grid_y) = check_batch(
             device,
             &output,
@@ -107,7 +107,7 @@ impl UnconditionPipeline {
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
-        descs: &[Lz4BlockDesc],
+        descs: &[BlockDesc],
         output: &wgpu::Buffer,
         status: &wgpu::Buffer,
     ) -> Result<(), PassError> {
@@ -132,7 +132,7 @@ impl UnconditionPipeline {
 /// rules of [`validate_descs`] for the output ranges, and no output range
 /// overlapping any block's conditioned bytes.
 pub fn validate_uncondition_descs(
-    descs: &[Lz4BlockDesc],
+    descs: &[BlockDesc],
     output_len: u64,
 ) -> Result<(), PassError> {
     let bad = |block, reason| Err(PassError::BadDescriptor { block, reason });
@@ -190,18 +190,18 @@ mod tests {
 
     #[test]
     fn uncondition_descriptor_checks() {
-        let ok = Lz4BlockDesc {
+        let ok = BlockDesc {
             reserved: [1, 0],
-            ..Lz4BlockDesc::linear(1024, 64, 0, 64)
+            ..BlockDesc::linear(1024, 64, 0, 64)
         };
         assert_eq!(validate_uncondition_descs(&[ok], 2048), Ok(()));
         // Transform 0 is a plain relayout; an unknown id is refused.
-        let plain = Lz4BlockDesc {
+        let plain = BlockDesc {
             reserved: [0, 0],
             ..ok
         };
         assert_eq!(validate_uncondition_descs(&[plain], 2048), Ok(()));
-        let unknown = Lz4BlockDesc {
+        let unknown = BlockDesc {
             reserved: [6, 0],
             ..ok
         };
@@ -210,9 +210,9 @@ mod tests {
             Err(PassError::BadDescriptor { block: 0, .. })
         ));
         // Block 1 writes over block 0's conditioned bytes.
-        let over = Lz4BlockDesc {
+        let over = BlockDesc {
             reserved: [2, 0],
-            ..Lz4BlockDesc::linear(1536, 64, 1040, 64)
+            ..BlockDesc::linear(1536, 64, 1040, 64)
         };
         assert!(matches!(
             validate_uncondition_descs(&[ok, over], 2048),
@@ -222,14 +222,14 @@ mod tests {
             })
         ));
         // In rows, the padding between rows is free.
-        let rows = Lz4BlockDesc {
+        let rows = BlockDesc {
             reserved: [2, 0],
-            ..Lz4BlockDesc::linear(1536, 64, 960, 64).with_rows(32, 96)
+            ..BlockDesc::linear(1536, 64, 960, 64).with_rows(32, 96)
         };
         assert!(validate_uncondition_descs(&[ok, rows], 2048).is_err());
-        let rows = Lz4BlockDesc {
+        let rows = BlockDesc {
             reserved: [2, 0],
-            ..Lz4BlockDesc::linear(1536, 64, 64, 64).with_rows(32, 96)
+            ..BlockDesc::linear(1536, 64, 64, 64).with_rows(32, 96)
         };
         assert_eq!(validate_uncondition_descs(&[ok, rows], 2048), Ok(()));
     }

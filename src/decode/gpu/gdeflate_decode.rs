@@ -10,7 +10,7 @@ use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, PassError};
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 /// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/gdeflate_decode.wgsl");
@@ -48,7 +48,7 @@ impl GDeflateDecodePipeline {
 }
 
 /// Records one dispatch over `block_count` pages: page `i` is
-/// descriptor `i` of `bindings.descs` (an [`Lz4BlockDesc`]: `src_size`
+/// descriptor `i` of `bindings.descs` (an [`BlockDesc`]: `src_size`
 /// bytes of one GDeflate page at `src_offset` of the input decode to
 /// `dst_size` bytes at `dst_offset` of the output), and status word `i`
 /// gets its [GDeflate status](crate::decode::GDeflateStatus) word.
@@ -64,7 +64,7 @@ impl BlockPass for GDeflateDecodePipeline {
 
     fn validate_table(
         &self,
-        descs: &[Lz4BlockDesc],
+        descs: &[BlockDesc],
         input_len: u64,
         output_len: u64,
     ) -> Result<(), PassError> {
@@ -95,7 +95,7 @@ impl BlockPass for GDeflateDecodePipeline {
                 (
                     "descriptor table",
                     descs,
-                    std::mem::size_of::<Lz4BlockDesc>() as u64,
+                    std::mem::size_of::<BlockDesc>() as u64,
                 ),
                 ("output", output, 0),
                 ("status buffer", status, 4),
@@ -130,7 +130,7 @@ impl BlockPass for GDeflateDecodePipeline {
 /// descriptors follow the LZ4 blocks' rules, so this is one rule, named
 /// for the callers of this pipeline.
 pub fn validate_gdeflate_descs(
-    descs: &[Lz4BlockDesc],
+    descs: &[BlockDesc],
     input_len: u64,
     output_len: u64,
 ) -> Result<(), PassError> {
@@ -149,11 +149,11 @@ mod tests {
 
     #[test]
     fn descriptor_checks() {
-        let ok = Lz4BlockDesc::linear(0, 200, 0, 1000);
+        let ok = BlockDesc::linear(0, 200, 0, 1000);
         assert_eq!(validate_gdeflate_descs(&[ok], 256, 1024), Ok(()));
-        let big = Lz4BlockDesc::linear(0, 200, 0, 65537);
+        let big = BlockDesc::linear(0, 200, 0, 65537);
         assert!(validate_gdeflate_descs(&[big], 256, 1 << 20).is_err());
-        let overlap = Lz4BlockDesc::linear(0, 200, 996, 8);
+        let overlap = BlockDesc::linear(0, 200, 996, 8);
         assert!(validate_gdeflate_descs(&[ok, overlap], 256, 1024).is_err());
     }
 }

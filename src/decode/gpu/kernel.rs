@@ -4,7 +4,7 @@
 //! grid, and [`BlockPass`], the recording interface of the passes over
 //! block descriptors.
 
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 /// How a shader uses binding `i` of its bind group.
 /// The buffer ranges one decode or copy pass binds, each a slice of its
@@ -42,7 +42,7 @@ impl<'a> PassBindings<'a> {
 }
 
 /// A pass that decodes or copies a batch of blocks described by
-/// [`Lz4BlockDesc`](crate::decode::Lz4BlockDesc)s over one
+/// [`BlockDesc`](crate::decode::BlockDesc)s over one
 /// [`PassBindings`]: the LZ4 decoder, the GDeflate decoder and the
 /// stored-copy pass. A pipeline writes [`Self::encode_in`]; recording over
 /// whole buffers, with or without GPU timestamps, comes with it.
@@ -112,7 +112,7 @@ pub trait BlockPass {
     /// and the bindings' sizes, before [`Self::encode_blocks`] uploads it.
     fn validate_table(
         &self,
-        descs: &[Lz4BlockDesc],
+        descs: &[BlockDesc],
         input_len: u64,
         output_len: u64,
     ) -> Result<(), PassError>;
@@ -124,7 +124,7 @@ pub trait BlockPass {
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         input: wgpu::BufferSlice<'_>,
-        descs: &[Lz4BlockDesc],
+        descs: &[BlockDesc],
         output: &wgpu::Buffer,
         status: &wgpu::Buffer,
     ) -> Result<(), PassError> {
@@ -427,7 +427,7 @@ pub enum PassError {
         /// The device's limit.
         limit: u64,
     },
-    /// A descriptor breaks the layout rules of [`Lz4BlockDesc`](crate::decode::Lz4BlockDesc).
+    /// A descriptor breaks the layout rules of [`BlockDesc`](crate::decode::BlockDesc).
     #[error("block {block}: {reason}")]
     BadDescriptor {
         /// Index of the block in the batch.

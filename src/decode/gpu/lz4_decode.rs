@@ -8,7 +8,7 @@
 use crate::decode::gpu::kernel::{
     self, check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 const SHADER_MAIN: &str = include_str!("../../../shaders/lz4_decode.wgsl");
 const SHADER_TAIL_PORTABLE: &str = include_str!("../../../shaders/lz4_tail_portable.wgsl");
@@ -349,7 +349,7 @@ impl BlockPass for Lz4DecodePipeline {
 
     fn validate_table(
         &self,
-        descs: &[Lz4BlockDesc],
+        descs: &[BlockDesc],
         input_len: u64,
         output_len: u64,
     ) -> Result<(), PassError> {
@@ -386,7 +386,7 @@ impl BlockPass for Lz4DecodePipeline {
                 (
                     "descriptor table",
                     descs,
-                    std::mem::size_of::<Lz4BlockDesc>() as u64,
+                    std::mem::size_of::<BlockDesc>() as u64,
                 ),
                 ("output", output, 0),
                 ("status buffer", status, 4),
@@ -416,11 +416,11 @@ impl BlockPass for Lz4DecodePipeline {
 }
 
 /// Checks a descriptor table on the CPU: every block obeys the layout rules
-/// of [`Lz4BlockDesc`], fits an input binding of `input_len` and an output
+/// of [`BlockDesc`], fits an input binding of `input_len` and an output
 /// binding of `output_len` bytes, and no two blocks' output ranges overlap
 /// (rows of different blocks may interleave: the check is per row).
 pub fn validate_descs(
-    descs: &[Lz4BlockDesc],
+    descs: &[BlockDesc],
     input_len: u64,
     output_len: u64,
 ) -> Result<(), PassError> {
@@ -512,13 +512,13 @@ mod tests {
 
     #[test]
     fn descriptor_checks() {
-        let ok = Lz4BlockDesc::linear(0, 10, 0, 100);
+        let ok = BlockDesc::linear(0, 10, 0, 100);
         assert_eq!(validate_descs(&[ok], 10, 100), Ok(()));
         assert!(matches!(
             validate_descs(&[ok], 9, 100),
             Err(PassError::BadDescriptor { block: 0, .. })
         ));
-        let other = Lz4BlockDesc::linear(0, 10, 96, 8);
+        let other = BlockDesc::linear(0, 10, 96, 8);
         assert_eq!(
             validate_descs(&[ok, other], 10, 200),
             Err(PassError::Overlap {
@@ -527,10 +527,10 @@ mod tests {
             })
         );
         // Rows of two blocks interleaving in each other's padding is fine.
-        let a = Lz4BlockDesc::linear(0, 10, 0, 128).with_rows(64, 256);
-        let b = Lz4BlockDesc::linear(0, 10, 64, 128).with_rows(64, 256);
+        let a = BlockDesc::linear(0, 10, 0, 128).with_rows(64, 256);
+        let b = BlockDesc::linear(0, 10, 64, 128).with_rows(64, 256);
         assert_eq!(validate_descs(&[a, b], 10, 512), Ok(()));
-        let unaligned = Lz4BlockDesc::linear(0, 10, 2, 8);
+        let unaligned = BlockDesc::linear(0, 10, 2, 8);
         assert!(validate_descs(&[unaligned], 10, 100).is_err());
     }
 }

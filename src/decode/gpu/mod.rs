@@ -6,7 +6,7 @@ pub(crate) mod preamble;
 pub use kernel::{BlockPass, PassBindings};
 pub mod lz4_decode;
 
-pub use crate::decode::block_desc::Lz4BlockDesc;
+pub use crate::decode::block_desc::BlockDesc;
 pub use crate::decode::Lz4Status;
 pub use lz4_decode::{
     default_path, validate_descs, Lz4DecodePath, Lz4DecodePipeline, Lz4PipelineError, PassError,

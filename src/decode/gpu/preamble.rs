@@ -28,12 +28,12 @@ pub(crate) struct Preamble {
     /// Its status codes, as `STATUS_*`.
     pub codes: Codes,
     /// `struct BlockDesc`, the layout of
-    /// [`Lz4BlockDesc`](crate::decode::Lz4BlockDesc) (not for passes with a
+    /// [`BlockDesc`](crate::decode::BlockDesc) (not for passes with a
     /// descriptor of their own).
     pub block_desc: bool,
 }
 
-/// The WGSL of [`crate::decode::Lz4BlockDesc`]: eight `u32`, in its order.
+/// The WGSL of [`crate::decode::BlockDesc`]: eight `u32`, in its order.
 const BLOCK_DESC: &str = "struct BlockDesc {
     src_offset: u32,
     src_size: u32,
@@ -195,10 +195,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            std::mem::size_of::<crate::decode::Lz4BlockDesc>(),
+            std::mem::size_of::<crate::decode::BlockDesc>(),
             fields.len() * 4
         );
-        let d = crate::decode::Lz4BlockDesc {
+        let d = crate::decode::BlockDesc {
             src_offset: 1,
             src_size: 2,
             dst_offset: 3,

@@ -10,7 +10,7 @@ use crate::decode::gpu::kernel::{
     check_batch, slice_binding, uniform, Access, BlockPass, Kernel, PassBindings,
 };
 use crate::decode::gpu::lz4_decode::{validate_descs, PassError};
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 /// The shader's WGSL, without the preamble ([`source`]).
 pub const SHADER: &str = include_str!("../../../shaders/stored_copy.wgsl");
@@ -56,7 +56,7 @@ impl BlockPass for StoredCopyPipeline {
 
     fn validate_table(
         &self,
-        descs: &[Lz4BlockDesc],
+        descs: &[BlockDesc],
         input_len: u64,
         output_len: u64,
     ) -> Result<(), PassError> {
@@ -80,7 +80,7 @@ impl BlockPass for StoredCopyPipeline {
         if block_count == 0 {
             return Ok(());
         }
-        let desc_size = std::mem::size_of::<Lz4BlockDesc>() as u64;
+        let desc_size = std::mem::size_of::<BlockDesc>() as u64;
         let (grid_x, grid_y) = check_batch(
             device,
             &input,
@@ -114,7 +114,7 @@ impl BlockPass for StoredCopyPipeline {
 /// dst_size` for every block, then the rules of [`validate_descs`] (layout,
 /// both bindings, disjoint output ranges).
 pub fn validate_stored_descs(
-    descs: &[Lz4BlockDesc],
+    descs: &[BlockDesc],
     input_len: u64,
     output_len: u64,
 ) -> Result<(), PassError> {
@@ -139,14 +139,14 @@ mod tests {
 
     #[test]
     fn stored_descriptor_checks() {
-        let ok = Lz4BlockDesc::linear(3, 10, 0, 10);
+        let ok = BlockDesc::linear(3, 10, 0, 10);
         assert_eq!(validate_stored_descs(&[ok], 13, 12), Ok(()));
-        let sizes_differ = Lz4BlockDesc::linear(3, 10, 16, 12);
+        let sizes_differ = BlockDesc::linear(3, 10, 16, 12);
         assert!(matches!(
             validate_stored_descs(&[ok, sizes_differ], 13, 64),
             Err(PassError::BadDescriptor { block: 1, .. })
         ));
-        let overlap = Lz4BlockDesc::linear(0, 4, 8, 4);
+        let overlap = BlockDesc::linear(0, 4, 8, 4);
         assert!(matches!(
             validate_stored_descs(&[ok, overlap], 13, 64),
             Err(PassError::Overlap { .. })

@@ -29,7 +29,7 @@
 
 use crate::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
 use crate::decode::gpu::{BlockPass, PassBindings};
-use crate::decode::Lz4BlockDesc;
+use crate::decode::BlockDesc;
 
 use super::Recorded;
 use super::{GpuBatcher, Res};
@@ -64,9 +64,9 @@ impl DriverRes {
 /// buffer, and `relayout[i]` copies its bytes to where `laid[i]` said.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct DriverPlan {
-    pub realign: Vec<Lz4BlockDesc>,
+    pub realign: Vec<BlockDesc>,
     pub regions: Vec<DriverRegion>,
-    pub relayout: Vec<Lz4BlockDesc>,
+    pub relayout: Vec<BlockDesc>,
 }
 
 /// Lays out `laid` (the batch's GDeflate descriptors, with the empty
@@ -77,7 +77,7 @@ pub(crate) struct DriverPlan {
 /// the pages do not fit, or one breaks the extension's size rules (empty,
 /// or over a block's size in or out): such a batch goes to the WGSL
 /// decoder, which flags what it must.
-pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<DriverPlan> {
+pub(crate) fn plan(laid: &[BlockDesc], src_len: u64, dst_len: u64) -> Option<DriverPlan> {
     use crate::decode::gpu::driver_gdeflate::MAX_PAGE_OUTPUT;
     let mut plan = DriverPlan {
         realign: Vec::with_capacity(laid.len()),
@@ -86,7 +86,7 @@ pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<
     };
     let (mut src, mut dst) = (0u64, 0u64);
     for d in laid {
-        if *d == Lz4BlockDesc::linear(0, 0, 0, 0) {
+        if *d == BlockDesc::linear(0, 0, 0, 0) {
             // Padding between targets' runs: nothing to decode; the copy
             // passes see an empty descriptor, as the WGSL decoder would.
             plan.realign.push(*d);
@@ -103,7 +103,7 @@ pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<
         if src + page > src_len || dst + MAX_PAGE_OUTPUT > dst_len {
             return None;
         }
-        plan.realign.push(Lz4BlockDesc::linear(
+        plan.realign.push(BlockDesc::linear(
             d.src_offset,
             d.src_size,
             src as u32,
@@ -115,7 +115,7 @@ pub(crate) fn plan(laid: &[Lz4BlockDesc], src_len: u64, dst_len: u64) -> Option<
             dst_offset: dst,
             dst_size: MAX_PAGE_OUTPUT,
         });
-        plan.relayout.push(Lz4BlockDesc {
+        plan.relayout.push(BlockDesc {
             src_offset: dst as u32,
             src_size: d.dst_size,
             ..*d
@@ -177,7 +177,7 @@ impl GpuBatcher {
         enc: &mut wgpu::CommandEncoder,
         res: &Res,
         input: wgpu::BufferSlice<'_>,
-        laid: &[Lz4BlockDesc],
+        laid: &[BlockDesc],
         plan: &DriverPlan,
         rec: &mut Recorded,
     ) -> DriverOutcome {
@@ -187,7 +187,7 @@ impl GpuBatcher {
         };
         let n = plan.realign.len() as u64;
         let base = relayout_base(plan.realign.len()) as u64;
-        let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+        let desc = std::mem::size_of::<BlockDesc>() as u64;
         self.queue
             .write_buffer(&res.gdeflate_descs, 0, bytemuck::cast_slice(&plan.realign));
         self.queue.write_buffer(
@@ -244,11 +244,11 @@ mod tests {
         dst_offset: u32,
         dst_size: u32,
         rows: (u32, u32),
-    ) -> Lz4BlockDesc {
-        Lz4BlockDesc {
+    ) -> BlockDesc {
+        BlockDesc {
             row_bytes: rows.0,
             row_pitch: rows.1,
-            ..Lz4BlockDesc::linear(src_offset, src_size, dst_offset, dst_size)
+            ..BlockDesc::linear(src_offset, src_size, dst_offset, dst_size)
         }
     }
 
@@ -307,7 +307,7 @@ mod tests {
     /// in place (so descriptor i is still entry i) and get no region.
     #[test]
     fn run_padding_is_kept_in_place_and_not_decoded() {
-        let pad = Lz4BlockDesc::linear(0, 0, 0, 0);
+        let pad = BlockDesc::linear(0, 0, 0, 0);
         let laid = [
             page(0, 100, 0, 1000, (0, 0)),
             pad,
@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(relayout_base(4), 64);
         assert_eq!(relayout_base(64), 64);
         assert_eq!(
-            relayout_base(65) * std::mem::size_of::<Lz4BlockDesc>() % 256,
+            relayout_base(65) * std::mem::size_of::<BlockDesc>() % 256,
             0
         );
     }

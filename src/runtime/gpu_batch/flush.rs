@@ -7,7 +7,7 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use crate::decode::gpu::{BlockCheckDesc, BlockPass, Lz4BlockDesc, PassBindings};
+use crate::decode::gpu::{BlockCheckDesc, BlockPass, BlockDesc, PassBindings};
 use crate::decode::Lz4Status;
 use crate::destinations::gpu_copies::{
     plan_outputs, record_copies, DirectRule, OutputPlan, PartDest,
@@ -48,11 +48,11 @@ struct Tables {
     /// The un-conditioning pass's descriptors: conditioned blocks the LZ4
     /// pass wrote past the scratch's regions, each to be put back into its
     /// region.
-    unconds: Vec<Lz4BlockDesc>,
+    unconds: Vec<BlockDesc>,
     /// The relayout pass's descriptors (the same shader, no transform,
     /// after it): pieces of packed-mip blocks the decoders wrote linearly
     /// past the regions, each laid into its region in rows.
-    relayouts: Vec<Lz4BlockDesc>,
+    relayouts: Vec<BlockDesc>,
     entries: Vec<BatchEntry>,
 }
 
@@ -354,7 +354,7 @@ impl GpuBatcher {
         // (put back in order by the dispatch before, where conditioned)
         // into their regions: a second dispatch, after the first, in the
         // table's second half.
-        let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+        let desc = std::mem::size_of::<BlockDesc>() as u64;
         let mut at = (0, 0);
         for table in [&tables.unconds, &tables.relayouts] {
             if table.is_empty() {
@@ -472,7 +472,7 @@ fn build_tables(
             if transform != BlockTransform::None {
                 from = cond_at as u32;
                 cond_at += (size as u64).next_multiple_of(256);
-                let mut u = Lz4BlockDesc::linear(linear, size, from, size);
+                let mut u = BlockDesc::linear(linear, size, from, size);
                 u.reserved[0] = transform.id() as u32;
                 unconds.push(u);
             }
@@ -480,7 +480,7 @@ fn build_tables(
                 if let Place::Texture { layout, .. } = place {
                     let at = plan.places[k];
                     let len = layout.tight_size() as u32;
-                    let d = Lz4BlockDesc::linear(from + take.start, len, at.dst_offset as u32, len);
+                    let d = BlockDesc::linear(from + take.start, len, at.dst_offset as u32, len);
                     relayouts.push(d.with_rows(layout.row_bytes, at.row_pitch));
                 }
             }
@@ -519,14 +519,14 @@ fn build_tables(
                         let at = cond_at as u32;
                         cond_at += e.part.conditioned_out();
                         push_linear(&mut tables, (target, t), &e, at);
-                        let mut u = Lz4BlockDesc::linear(at, size, dst, size);
+                        let mut u = BlockDesc::linear(at, size, dst, size);
                         u.reserved[0] = transform.id() as u32;
                         unconds.push(u.with_rows(row_bytes, row_pitch));
                         continue;
                     }
                     let subs = sub_blocks(&e);
                     if subs.is_empty() {
-                        let d = Lz4BlockDesc::linear(src, e.len, dst, e.part.block.size);
+                        let d = BlockDesc::linear(src, e.len, dst, e.part.block.size);
                         tables.push(target, t, d.with_rows(row_bytes, row_pitch));
                     }
                     for sb in subs {
@@ -534,7 +534,7 @@ fn build_tables(
                             0 => sb.offset,
                             rb => sb.offset / rb * row_pitch,
                         };
-                        let d = Lz4BlockDesc::linear(
+                        let d = BlockDesc::linear(
                             src + sb.stored_offset,
                             sb.stored_len,
                             dst + out,
@@ -551,7 +551,7 @@ fn build_tables(
                         Place::Texture { layout, .. } => layout.tight_size() as u32,
                         _ => e.len,
                     };
-                    Lz4BlockDesc::linear(src + take.start, size, dst, size)
+                    BlockDesc::linear(src + take.start, size, dst, size)
                 };
                 tables.push(target, t, desc.with_rows(row_bytes, row_pitch));
             }
@@ -606,10 +606,10 @@ fn push_linear(tables: &mut BatchTables, (target, t): (usize, usize), e: &Entry,
     let (src, size) = (e.src as u32, e.part.block.size);
     let subs = sub_blocks(e);
     if subs.is_empty() {
-        tables.push(target, t, Lz4BlockDesc::linear(src, e.len, at, size));
+        tables.push(target, t, BlockDesc::linear(src, e.len, at, size));
     }
     for sb in subs {
-        let d = Lz4BlockDesc::linear(
+        let d = BlockDesc::linear(
             src + sb.stored_offset,
             sb.stored_len,
             at + sb.offset,
@@ -646,7 +646,7 @@ fn run_bindings<'a>(
     status: &'a wgpu::Buffer,
     run: &Range<usize>,
 ) -> PassBindings<'a> {
-    let desc = std::mem::size_of::<Lz4BlockDesc>() as u64;
+    let desc = std::mem::size_of::<BlockDesc>() as u64;
     PassBindings {
         input,
         descs: descs.slice(run.start as u64 * desc..run.end as u64 * desc),

@@ -5,7 +5,7 @@
 
 use super::GpuContext;
 use gpustream::decode::gpu::{BlockPass, GDeflateDecodePipeline, Lz4DecodePipeline, PassBindings};
-use gpustream::decode::{GDeflateStatus, Lz4BlockDesc, Lz4Status};
+use gpustream::decode::{GDeflateStatus, BlockDesc, Lz4Status};
 use wgpu::util::DeviceExt;
 
 /// Decodes `blocks` (compressed bytes, uncompressed size) on the GPU of
@@ -73,7 +73,7 @@ fn decode_batch(
             // Left to the shader to flag (its dst_size check fails).
             (0, u32::MAX)
         };
-        descs.push(Lz4BlockDesc::linear(
+        descs.push(BlockDesc::linear(
             input.len() as u32,
             src_size,
             out_len as u32,
@@ -193,7 +193,7 @@ pub fn decode_pages(
                 false => (0, u32::MAX),
             };
             let dst = (i * gpustream::MAX_BLOCK_SIZE) as u32;
-            descs.push(Lz4BlockDesc::linear(
+            descs.push(BlockDesc::linear(
                 input.len() as u32,
                 src_size,
                 dst,
@@ -268,7 +268,7 @@ pub fn decode_pages(
 }
 
 /// A descriptor table in a storage buffer.
-fn upload(device: &wgpu::Device, descs: &[Lz4BlockDesc]) -> wgpu::Buffer {
+fn upload(device: &wgpu::Device, descs: &[BlockDesc]) -> wgpu::Buffer {
     use wgpu::util::DeviceExt;
     device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
         label: Some("gdeflate descriptors"),
