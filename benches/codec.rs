@@ -7,9 +7,9 @@
 //! rounds (target: >= 0.95, i.e. the codec layer's checks cost under 5 %).
 
 use criterion::{black_box, Criterion, Throughput};
-use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{BlockId, Pack};
 use gpustream::Codec;
+use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
 use std::time::Instant;
 
 struct Blocks {

@@ -13,9 +13,9 @@
 //! `benches/codec.rs`. `--decode-only` skips the ratios (their columns
 //! then read 1.000).
 
-use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
 use gpustream::pack::{BlockId, Pack};
 use gpustream::Codec;
+use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Instant;

@@ -22,11 +22,11 @@
 
 use gpustream::decode::gpu::driver_gdeflate::{DriverBuffer, DriverGDeflate, DriverRegion};
 use gpustream::decode::gpu::{BlockPass, GDeflateDecodePipeline};
-use gpustream_tools::gpu::{read_buffer};
-use gpustream::decode::{GDeflateStatus, BlockDesc};
-use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
+use gpustream::decode::{BlockDesc, GDeflateStatus};
 use gpustream::pack::{BlockId, Pack};
 use gpustream::{Codec, MAX_BLOCK_SIZE};
+use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
+use gpustream_tools::gpu::read_buffer;
 use std::path::PathBuf;
 use std::time::Instant;
 use wgpu::util::DeviceExt;

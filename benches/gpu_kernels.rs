@@ -13,9 +13,11 @@
 //! block counts; default 64,256,1024,4096,8192; batches over the device's
 //! storage-binding limit are skipped).
 
-use gpustream::decode::gpu::{BlockCheckDesc, BlockPass, Crc32cPipeline, Lz4Status, StoredCopyPipeline};
-use gpustream_tools::gpu::{read_buffer};
+use gpustream::decode::gpu::{
+    BlockCheckDesc, BlockPass, Crc32cPipeline, Lz4Status, StoredCopyPipeline,
+};
 use gpustream::decode::BlockDesc;
+use gpustream_tools::gpu::read_buffer;
 use gpustream_tools::gpu::{open_device, GpuContext};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

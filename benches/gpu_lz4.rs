@@ -59,14 +59,16 @@
 #[allow(dead_code)] // the tests use the rest
 mod lz4_batch;
 
-use gpustream::decode::gpu::{BlockDesc, Lz4DecodePath, Lz4DecodePipeline, Lz4Status, UnconditionPipeline};
-use gpustream_tools::gpu::{read_buffer};
-use gpustream_tools::gpu::{open_device, GpuContext};
-use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
+use gpustream::decode::gpu::{
+    BlockDesc, Lz4DecodePath, Lz4DecodePipeline, Lz4Status, UnconditionPipeline,
+};
 use gpustream::pack::{
     AssetKind, BlockId, BlockTransform, Pack, TextureFormat, STORE_RAW_UNLESS_SAVES_DIVISOR,
 };
 use gpustream::Codec;
+use gpustream_tools::demo::{ensure_demo_pack, DemoConfig};
+use gpustream_tools::gpu::read_buffer;
+use gpustream_tools::gpu::{open_device, GpuContext};
 use lz4_batch::{Lz4Batch, Lz4GpuBatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -218,10 +218,7 @@ fn copy_rates(ctx: &gpustream_tools::gpu::GpuContext, mib: u64) -> serde_json::V
     let mut host = vec![0u8; len];
     let into_host = gbps(&mut || host.copy_from_slice(&src));
     let out_of_host = gbps(&mut || back.copy_from_slice(&host));
-    let config = gpustream::runtime::RuntimeConfig {
-        staging_size: 64 << 20,
-        ..Default::default()
-    };
+    let config = gpustream::runtime::RuntimeConfig::default().with_staging_size(64 << 20);
     let staging = match gpustream::runtime::Runtime::new(&ctx.device, &ctx.queue, config) {
         Ok(rt) => rt
             .staging_memory()

@@ -12,7 +12,7 @@ use common::test_device;
 use gpustream::decode::cpu_twin;
 use gpustream::decode::gpu::crc32c::check_code;
 use gpustream::decode::gpu::{BlockCheck, BlockCheckDesc, Crc32cPipeline};
-use gpustream_tools::gpu::{read_buffer};
+use gpustream_tools::gpu::read_buffer;
 use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

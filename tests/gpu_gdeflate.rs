@@ -13,9 +13,11 @@ mod common;
 use common::test_device;
 use gdeflate::CompressionLevel;
 use gpustream::decode::cpu_twin::gdeflate_decode;
-use gpustream::decode::gpu::{validate_gdeflate_descs, BlockPass, GDeflateDecodePipeline, PassBindings};
-use gpustream_tools::gpu::{read_buffer};
-use gpustream::decode::{GDeflateStatus, BlockDesc};
+use gpustream::decode::gpu::{
+    validate_gdeflate_descs, BlockPass, GDeflateDecodePipeline, PassBindings,
+};
+use gpustream::decode::{BlockDesc, GDeflateStatus};
+use gpustream_tools::gpu::read_buffer;
 use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -568,11 +570,9 @@ fn the_gdeflate_decoder_is_chosen_and_reported() {
         Runtime::new(
             &ctx.device,
             &ctx.queue,
-            RuntimeConfig {
-                gdeflate_decoder: preference,
-                cpu_threads: 1,
-                ..Default::default()
-            },
+            RuntimeConfig::default()
+                .with_gdeflate_decoder(preference)
+                .with_cpu_threads(1),
         )
         .expect("runtime")
     };

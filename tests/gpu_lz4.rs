@@ -9,8 +9,8 @@ mod common;
 use common::lz4_batch::{Lz4Batch, Lz4BatchResult};
 use common::test_device;
 use gpustream::decode::gpu::{BlockPass, Lz4DecodePath, Lz4DecodePipeline};
-use gpustream_tools::gpu::{decode_blocks_on_gpu};
 use gpustream::decode::{cpu_twin, BlockDesc, Lz4Status};
+use gpustream_tools::gpu::decode_blocks_on_gpu;
 use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -312,8 +312,7 @@ fn blocks_interleaved_in_each_others_row_padding() {
     input.resize(input.len().next_multiple_of(4), 0);
     let descs = [
         BlockDesc::linear(0, pa.len() as u32, 0, a.len() as u32).with_rows(60, 256),
-        BlockDesc::linear(pa.len() as u32, pb.len() as u32, 60, b.len() as u32)
-            .with_rows(68, 256),
+        BlockDesc::linear(pa.len() as u32, pb.len() as u32, 60, b.len() as u32).with_rows(68, 256),
     ];
     gpustream::decode::gpu::validate_descs(&descs, input.len() as u64, 256 * 40).unwrap();
     let input_words: Vec<u32> = bytemuck::pod_collect_to_vec(&input);

@@ -12,8 +12,8 @@ mod common;
 
 use common::test_device;
 use gpustream::decode::gpu::{default_path, BlockPass, Lz4DecodePath, Lz4DecodePipeline};
-use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::{BlockDesc, Lz4Status};
+use gpustream_tools::gpu::read_buffer;
 use wgpu::util::DeviceExt;
 
 #[test]

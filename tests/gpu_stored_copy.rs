@@ -10,8 +10,8 @@ mod common;
 
 use common::test_device;
 use gpustream::decode::gpu::{validate_stored_descs, BlockPass, StoredCopyPipeline};
-use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::{cpu_twin, BlockDesc, Lz4Status};
+use gpustream_tools::gpu::read_buffer;
 use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -152,12 +152,12 @@ fn random_blocks_match_twin_and_memcpy() {
     let out_bytes = out_words as u32 * 4;
     // Malformed descriptors, each checked by the shader alone.
     let bad = [
-        BlockDesc::linear(0, 8, 0, 12),            // sizes differ
-        BlockDesc::linear(1, 8, 2, 8),             // unaligned output
-        BlockDesc::linear(in_len - 4, 8, 0, 8),    // input past the binding
-        BlockDesc::linear(0, 8, out_bytes - 4, 8), // output past the binding
-        BlockDesc::linear(u32::MAX - 2, 8, 0, 8),  // offset near u32::MAX
-        BlockDesc::linear(0, 65540, 0, 65540),     // over 64 KiB
+        BlockDesc::linear(0, 8, 0, 12),                    // sizes differ
+        BlockDesc::linear(1, 8, 2, 8),                     // unaligned output
+        BlockDesc::linear(in_len - 4, 8, 0, 8),            // input past the binding
+        BlockDesc::linear(0, 8, out_bytes - 4, 8),         // output past the binding
+        BlockDesc::linear(u32::MAX - 2, 8, 0, 8),          // offset near u32::MAX
+        BlockDesc::linear(0, 65540, 0, 65540),             // over 64 KiB
         BlockDesc::linear(0, 64, 0, 64).with_rows(6, 256), // row not whole words
         BlockDesc::linear(0, 64, 0, 64).with_rows(32, 16), // pitch below row
         BlockDesc::linear(0, 64, 0, 64).with_rows(4, 0x4000_0000), // rows past the end

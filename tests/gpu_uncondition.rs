@@ -12,10 +12,10 @@ mod common;
 
 use common::test_device;
 use gpustream::decode::gpu::{validate_uncondition_descs, UnconditionPipeline};
-use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::{cpu_twin, BlockDesc, Lz4Status};
-use gpustream_tools::gpu::GpuContext;
 use gpustream::pack::BlockTransform;
+use gpustream_tools::gpu::read_buffer;
+use gpustream_tools::gpu::GpuContext;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use wgpu::util::DeviceExt;

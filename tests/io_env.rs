@@ -13,11 +13,7 @@ fn the_library_ignores_the_environment() {
     std::env::set_var("GPUSTREAM_IO", "threads");
     let after = IoEngine::new(IoConfig::default()).unwrap();
     assert_eq!(before.backend_name(), after.backend_name());
-    let explicit = IoEngine::new(IoConfig {
-        backend: BackendKind::Threads,
-        ..IoConfig::default()
-    })
-    .unwrap();
+    let explicit = IoEngine::new(IoConfig::default().with_backend(BackendKind::Threads)).unwrap();
     assert_eq!(explicit.backend_name(), "threads");
     assert_eq!("threads".parse::<BackendKind>(), Ok(BackendKind::Threads));
     assert_eq!("IO_URING".parse::<BackendKind>(), Ok(BackendKind::IoUring));

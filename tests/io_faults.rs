@@ -206,13 +206,11 @@ fn sweep(kind: BackendKind, seeds: std::ops::Range<u64>) {
     let mut total = 0usize;
     let (mut retries, mut shorts) = (0u64, 0u64);
     for seed in seeds {
-        let cfg = IoConfig {
-            backend: kind,
-            queue_depth: 1 + (seed % 8) as usize,
-            sort_by_position: seed % 3 != 0,
-            fault: Some(FaultConfig::mixed(seed)),
-            ..IoConfig::default()
-        };
+        let cfg = IoConfig::default()
+            .with_backend(kind)
+            .with_queue_depth(1 + (seed % 8) as usize)
+            .with_sort_by_position(seed % 3 != 0)
+            .with_fault(Some(FaultConfig::mixed(seed)));
         let engine = IoEngine::new(cfg).unwrap();
         let file = engine.open(&path, OpenMode::Auto).unwrap();
         let out = run_seed(&engine, &file, seed);
@@ -226,13 +224,13 @@ fn sweep(kind: BackendKind, seeds: std::ops::Range<u64>) {
         if seed % 50 == 0 {
             // Same seed, fresh engine: the same requests fail the same way,
             // whatever the threads' timing.
-            let engine2 = IoEngine::new(IoConfig {
-                backend: kind,
-                queue_depth: 1 + (seed % 8) as usize,
-                sort_by_position: seed % 3 == 0,
-                fault: Some(FaultConfig::mixed(seed)),
-                ..IoConfig::default()
-            })
+            let engine2 = IoEngine::new(
+                IoConfig::default()
+                    .with_backend(kind)
+                    .with_queue_depth(1 + (seed % 8) as usize)
+                    .with_sort_by_position(seed % 3 == 0)
+                    .with_fault(Some(FaultConfig::mixed(seed))),
+            )
             .unwrap();
             let file2 = engine2.open(&path, OpenMode::Auto).unwrap();
             assert_eq!(
@@ -252,10 +250,7 @@ fn sweep(kind: BackendKind, seeds: std::ops::Range<u64>) {
 
 #[test]
 fn faults_io_uring_1000_seeds() {
-    if let Err(e) = IoEngine::new(IoConfig {
-        backend: BackendKind::IoUring,
-        ..IoConfig::default()
-    }) {
+    if let Err(e) = IoEngine::new(IoConfig::default().with_backend(BackendKind::IoUring)) {
         common::io_uring_unavailable("the io_uring fault sweep", &e);
         return;
     }
@@ -273,11 +268,11 @@ fn no_faults_means_no_failures() {
     let path = make_file(dir.path());
     for kind in [BackendKind::Auto, BackendKind::Threads] {
         for seed in 0..50 {
-            let engine = IoEngine::new(IoConfig {
-                backend: kind,
-                fault: Some(FaultConfig::none(seed)),
-                ..IoConfig::default()
-            })
+            let engine = IoEngine::new(
+                IoConfig::default()
+                    .with_backend(kind)
+                    .with_fault(Some(FaultConfig::none(seed))),
+            )
             .unwrap();
             let file = engine.open(&path, OpenMode::Auto).unwrap();
             let out = run_seed(&engine, &file, seed);

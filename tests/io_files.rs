@@ -26,15 +26,9 @@ fn write_file(path: &Path, len: usize) {
 }
 
 fn engines() -> Vec<IoEngine> {
-    let mut v = vec![IoEngine::new(IoConfig {
-        backend: BackendKind::Threads,
-        ..IoConfig::default()
-    })
-    .unwrap()];
-    match IoEngine::new(IoConfig {
-        backend: BackendKind::IoUring,
-        ..IoConfig::default()
-    }) {
+    let mut v =
+        vec![IoEngine::new(IoConfig::default().with_backend(BackendKind::Threads)).unwrap()];
+    match IoEngine::new(IoConfig::default().with_backend(BackendKind::IoUring)) {
         Ok(e) => v.push(e),
         Err(e) => common::io_uring_unavailable("io_uring half of this test", &e),
     }
@@ -463,10 +457,7 @@ fn engine_drop_waits_for_submitted_reads() {
 
 #[test]
 fn registered_memory_and_files_are_used_by_io_uring() {
-    let e = match IoEngine::new(IoConfig {
-        backend: BackendKind::IoUring,
-        ..IoConfig::default()
-    }) {
+    let e = match IoEngine::new(IoConfig::default().with_backend(BackendKind::IoUring)) {
         Ok(e) => e,
         Err(e) => return common::io_uring_unavailable("registered buffers", &e),
     };
@@ -518,14 +509,12 @@ fn direct_reads_refused_after_open_fall_back_to_buffered() {
     let p = d.path().join("refused.bin");
     write_file(&p, 256 << 10);
     for kind in [BackendKind::Threads, BackendKind::Auto] {
-        let e = IoEngine::new(IoConfig {
-            backend: kind,
-            fault: Some(FaultConfig {
+        let e = IoEngine::new(IoConfig::default().with_backend(kind).with_fault(Some(
+            FaultConfig {
                 refuse_direct: 1000,
                 ..FaultConfig::none(7)
-            }),
-            ..IoConfig::default()
-        })
+            },
+        )))
         .unwrap();
         let f = e.open(&p, OpenMode::Direct).unwrap();
         if !f.is_direct() {
@@ -553,14 +542,12 @@ fn direct_reads_into_memory_the_kernel_refuses_go_through_a_bounce_buffer() {
     let p = d.path().join("bounced.bin");
     write_file(&p, 512 << 10);
     for kind in [BackendKind::Threads, BackendKind::Auto] {
-        let e = IoEngine::new(IoConfig {
-            backend: kind,
-            fault: Some(FaultConfig {
+        let e = IoEngine::new(IoConfig::default().with_backend(kind).with_fault(Some(
+            FaultConfig {
                 refuse_destination: 1000,
                 ..FaultConfig::none(11)
-            }),
-            ..IoConfig::default()
-        })
+            },
+        )))
         .unwrap();
         let f = e.open(&p, OpenMode::Direct).unwrap();
         if !f.is_direct() {

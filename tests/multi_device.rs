@@ -135,10 +135,7 @@ fn write_pack(dir: &Path, seed: u64, mib: usize) -> PathBuf {
     let path = dir.join("blobs.gspk");
     let mut w = PackWriter::create(
         &path,
-        WriterOptions {
-            codec: gpustream::codec::Codec::None,
-            ..WriterOptions::default()
-        },
+        WriterOptions::default().with_codec(gpustream::codec::Codec::None),
     )
     .unwrap();
     let mut x = seed | 1;

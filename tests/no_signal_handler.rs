@@ -27,21 +27,11 @@ fn the_default_runtime_installs_no_sigbus_handler() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.gspk");
     let data: Vec<u8> = (0..300_000u32).map(|i| (i / 7 % 251) as u8).collect();
-    let mut w = PackWriter::create(
-        &path,
-        WriterOptions {
-            codec: Codec::Lz4,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let mut w = PackWriter::create(&path, WriterOptions::default().with_codec(Codec::Lz4)).unwrap();
     w.add_blob("b", &data).unwrap();
     w.finish().unwrap();
-    let rt = Runtime::without_gpu(RuntimeConfig {
-        open_mode: OpenMode::Buffered,
-        ..Default::default()
-    })
-    .unwrap();
+    let rt =
+        Runtime::without_gpu(RuntimeConfig::default().with_open_mode(OpenMode::Buffered)).unwrap();
     let pf = rt.open_pack(&path).unwrap();
     let asset = pf.pack().find("b").unwrap();
     let q = rt.create_queue(QueueConfig::default());

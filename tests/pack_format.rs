@@ -39,12 +39,10 @@ fn sample(len: usize, seed: u64) -> Vec<u8> {
 }
 
 fn opts(codec: Codec) -> WriterOptions {
-    WriterOptions {
-        codec,
-        level: 3,
-        threads: 2,
-        ..Default::default()
-    }
+    WriterOptions::default()
+        .with_codec(codec)
+        .with_level(3)
+        .with_threads(2)
 }
 
 fn mip_chain(format: TextureFormat, w: u32, h: u32, mips: u8, seed: u64) -> Vec<Vec<u8>> {
@@ -287,12 +285,10 @@ fn same_inputs_give_the_same_bytes() {
             let path = dir.path().join(format!("det-{i}-{codec}.gspk"));
             let mut w = PackWriter::create(
                 &path,
-                WriterOptions {
-                    codec,
-                    level: 5,
-                    threads,
-                    ..Default::default()
-                },
+                WriterOptions::default()
+                    .with_codec(codec)
+                    .with_level(5)
+                    .with_threads(threads),
             )
             .unwrap();
             w.add_texture("t", TextureFormat::Bc7Srgb, 1024, 512, &mips)
@@ -552,14 +548,7 @@ fn sub_blocks_round_trip_and_damage_is_caught() {
     let mips = mip_chain(TextureFormat::Bc7, 640, 384, 7, 8);
     let write = |name: &str, sub: u32| {
         let path = dir.path().join(name);
-        let mut w = PackWriter::create(
-            &path,
-            WriterOptions {
-                lz4_sub_block: sub,
-                ..opts(Codec::Lz4)
-            },
-        )
-        .unwrap();
+        let mut w = PackWriter::create(&path, opts(Codec::Lz4).with_lz4_sub_block(sub)).unwrap();
         w.add_blob("blob", &blob).unwrap();
         w.add_texture("tex", TextureFormat::Bc7, 640, 384, &mips)
             .unwrap();
@@ -732,12 +721,10 @@ fn conditioned_textures_round_trip_with_every_codec_and_level() {
             let path = dir.path().join(format!("c-{format}-{codec}-{level}.gspk"));
             let mut wr = PackWriter::create(
                 &path,
-                WriterOptions {
-                    codec,
-                    level,
-                    condition: true,
-                    ..opts(codec)
-                },
+                opts(codec)
+                    .with_codec(codec)
+                    .with_level(level)
+                    .with_condition(true),
             )
             .unwrap();
             wr.add_texture("t", format, w, h, &mips).unwrap();
@@ -772,15 +759,9 @@ fn conditioned_textures_round_trip_with_every_codec_and_level() {
             assert_eq!(pack.read_texture_mips(id).unwrap(), mips, "{what}");
             // The same texture without conditioning takes more bytes.
             let plain_path = dir.path().join("plain.gspk");
-            let mut wr = PackWriter::create(
-                &plain_path,
-                WriterOptions {
-                    codec,
-                    level,
-                    ..opts(codec)
-                },
-            )
-            .unwrap();
+            let mut wr =
+                PackWriter::create(&plain_path, opts(codec).with_codec(codec).with_level(level))
+                    .unwrap();
             wr.add_texture("t", format, w, h, &mips).unwrap();
             wr.add_blob("b", &sample(70_000, 5)).unwrap();
             let plain = wr.finish().unwrap();
@@ -942,15 +923,8 @@ fn damaged_conditioned_blocks_fail_their_decode_and_never_write_outside_it() {
     let data = bc_like(16 * 1024, 16, 9);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("d.gspk");
-    let mut wr = PackWriter::create(
-        &path,
-        WriterOptions {
-            condition: true,
-            level: 9,
-            ..opts(Codec::Lz4)
-        },
-    )
-    .unwrap();
+    let mut wr =
+        PackWriter::create(&path, opts(Codec::Lz4).with_condition(true).with_level(9)).unwrap();
     wr.add_texture("t", format, 128, 128, std::slice::from_ref(&data))
         .unwrap();
     wr.finish().unwrap();
@@ -999,14 +973,7 @@ fn damaged_conditioned_blocks_fail_their_decode_and_never_write_outside_it() {
 fn a_bad_block_in_a_split_pack_names_its_asset() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("split.gspk");
-    let mut w = PackWriter::create(
-        &path,
-        WriterOptions {
-            lz4_sub_block: 16 << 10,
-            ..opts(Codec::Lz4)
-        },
-    )
-    .unwrap();
+    let mut w = PackWriter::create(&path, opts(Codec::Lz4).with_lz4_sub_block(16 << 10)).unwrap();
     w.add_blob("first", &sample(70_000, 5)).unwrap();
     w.add_blob("second", &sample(140_000, 6)).unwrap();
     w.finish().unwrap();

@@ -214,12 +214,10 @@ fn tiles_and_packed_mips_land_where_the_pack_says() {
         let mips = mip_data(format, w, h);
         let mut writer = PackWriter::create(
             &path,
-            WriterOptions {
-                codec: Codec::Lz4,
-                level: 0,
-                threads: 1,
-                ..Default::default()
-            },
+            WriterOptions::default()
+                .with_codec(Codec::Lz4)
+                .with_level(0)
+                .with_threads(1),
         )
         .unwrap();
         writer.add_texture("t", format, w, h, &mips).unwrap();

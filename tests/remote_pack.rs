@@ -39,11 +39,9 @@ fn content(seed: u64, len: usize) -> Vec<u8> {
 fn make_pack(path: &std::path::Path, seed: u64) -> Vec<(String, Vec<u8>)> {
     let mut w = PackWriter::create(
         path,
-        WriterOptions {
-            codec: Codec::Lz4,
-            threads: 1,
-            ..WriterOptions::default()
-        },
+        WriterOptions::default()
+            .with_codec(Codec::Lz4)
+            .with_threads(1),
     )
     .unwrap();
     let mut blobs = Vec::new();
@@ -133,11 +131,7 @@ impl World {
 }
 
 fn runtime() -> Runtime {
-    Runtime::without_gpu(RuntimeConfig {
-        cpu_threads: 2,
-        ..RuntimeConfig::default()
-    })
-    .unwrap()
+    Runtime::without_gpu(RuntimeConfig::default().with_cpu_threads(2)).unwrap()
 }
 
 /// Streams blobs `which` of the pack into host memory through one queue

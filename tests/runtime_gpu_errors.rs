@@ -67,10 +67,7 @@ fn a_malformed_lz4_block_fails_only_its_own_request_on_the_gpu_path() {
         usage: wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
         mapped_at_creation: false,
     });
-    let q = rt.create_queue(QueueConfig {
-        source: SourceKind::Memory,
-        ..Default::default()
-    });
+    let q = rt.create_queue(QueueConfig::default().with_source(SourceKind::Memory));
     let status = StatusArray::new(n);
     // Request 3: a valid stream declared 4 bytes longer than it decodes to
     // (whole words, so it stays on the GPU path). Request 6: a stream cut
@@ -161,16 +158,10 @@ fn a_device_destroyed_mid_stream_fails_the_rest_with_device_lost() {
     let rt = Runtime::new(
         &ctx.device,
         &ctx.queue,
-        RuntimeConfig {
-            staging_size: 4 << 20,
-            ..Default::default()
-        },
+        RuntimeConfig::default().with_staging_size(4 << 20),
     )
     .unwrap();
-    let q = rt.create_queue(QueueConfig {
-        source: SourceKind::Memory,
-        ..Default::default()
-    });
+    let q = rt.create_queue(QueueConfig::default().with_source(SourceKind::Memory));
     let (batches, per) = (12usize, 64usize);
     let block = 64 << 10;
     let buffer = ctx.device.create_buffer(&wgpu::BufferDescriptor {

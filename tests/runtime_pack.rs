@@ -157,12 +157,10 @@ fn a_pack_rewritten_while_open_and_mapped_keeps_its_own_bytes() {
 fn writer(path: &Path, codec: Codec) -> PackWriter {
     PackWriter::create(
         path,
-        WriterOptions {
-            codec,
-            level: 3,
-            threads: 1,
-            ..Default::default()
-        },
+        WriterOptions::default()
+            .with_codec(codec)
+            .with_level(3)
+            .with_threads(1),
     )
     .unwrap()
 }
@@ -175,24 +173,24 @@ fn cpu_runtime(io: IoConfig) -> Runtime {
 /// are read by the CPU threads that decode them, `Auto` ones (O_DIRECT
 /// where the filesystem allows) through the I/O engine.
 fn cpu_runtime_opening(io: IoConfig, open_mode: OpenMode) -> Runtime {
-    Runtime::without_gpu(RuntimeConfig {
-        io,
-        cpu_threads: 2,
-        open_mode,
-        ..Default::default()
-    })
+    Runtime::without_gpu(
+        RuntimeConfig::default()
+            .with_io(io)
+            .with_cpu_threads(2)
+            .with_open_mode(open_mode),
+    )
     .unwrap()
 }
 
 /// A CPU-only runtime that maps the packs it opens through the page cache
 /// (`map_cached_files`, off by default).
 fn mapped_cpu_runtime() -> Runtime {
-    Runtime::without_gpu(RuntimeConfig {
-        cpu_threads: 2,
-        open_mode: OpenMode::Buffered,
-        map_cached_files: true,
-        ..Default::default()
-    })
+    Runtime::without_gpu(
+        RuntimeConfig::default()
+            .with_cpu_threads(2)
+            .with_open_mode(OpenMode::Buffered)
+            .with_map_cached_files(true),
+    )
     .unwrap()
 }
 
@@ -208,15 +206,12 @@ fn blobs_round_trip_whole_and_by_range_for_every_codec() {
             (BackendKind::Threads, OpenMode::Buffered, true),
             (BackendKind::Threads, OpenMode::Buffered, false),
         ] {
-            let rt = match Runtime::without_gpu(RuntimeConfig {
-                io: IoConfig {
-                    backend,
-                    ..Default::default()
-                },
-                open_mode,
-                map_cached_files: map,
-                ..Default::default()
-            }) {
+            let rt = match Runtime::without_gpu(
+                RuntimeConfig::default()
+                    .with_io(IoConfig::default().with_backend(backend))
+                    .with_open_mode(open_mode)
+                    .with_map_cached_files(map),
+            ) {
                 Ok(rt) => rt,
                 Err(e) if backend == BackendKind::IoUring => {
                     common::io_uring_unavailable("the io_uring round trip", &e);
@@ -462,12 +457,12 @@ fn enqueue_blob(
 
 fn truncated_pack_fails_the_missing_blocks(open_mode: OpenMode, map: bool) {
     let fx = blob_pack(Codec::Lz4);
-    let rt = Runtime::without_gpu(RuntimeConfig {
-        cpu_threads: 2,
-        open_mode,
-        map_cached_files: map,
-        ..Default::default()
-    })
+    let rt = Runtime::without_gpu(
+        RuntimeConfig::default()
+            .with_cpu_threads(2)
+            .with_open_mode(open_mode)
+            .with_map_cached_files(map),
+    )
     .unwrap();
     let pf = rt.open_pack(&fx.path).unwrap();
     // Cut the file in the middle of the last blob.
@@ -548,12 +543,10 @@ fn fault_injection_keeps_every_promise_over_1000_seeds() {
         } else {
             BackendKind::Auto
         };
-        let io = IoConfig {
-            backend,
-            queue_depth: 1 + (seed % 16) as usize,
-            fault: Some(FaultConfig::mixed(seed)),
-            ..Default::default()
-        };
+        let io = IoConfig::default()
+            .with_backend(backend)
+            .with_queue_depth(1 + (seed % 16) as usize)
+            .with_fault(Some(FaultConfig::mixed(seed)));
         let rt = cpu_runtime(io);
         let pf = rt.open_pack(&fx.path).unwrap();
         let q = rt.create_queue(QueueConfig::default());
@@ -790,13 +783,12 @@ fn texture_pack_with(
     let path = dir.join("textures.gspk");
     let mut w = PackWriter::create(
         &path,
-        WriterOptions {
-            codec,
-            level: 3,
-            threads: 1,
-            lz4_sub_block: sub_block,
-            condition,
-        },
+        WriterOptions::default()
+            .with_codec(codec)
+            .with_level(3)
+            .with_threads(1)
+            .with_lz4_sub_block(sub_block)
+            .with_condition(condition),
     )
     .unwrap();
     let mut textures = Vec::new();
@@ -962,14 +954,12 @@ fn stream_textures_with(
     let rt = Runtime::new(
         &ctx.device,
         &ctx.queue,
-        RuntimeConfig {
-            staging_size: staging,
-            gpu_decompression,
-            stored_copy_on_gpu,
-            cpu_threads: 2,
-            lz4_decode_path,
-            ..Default::default()
-        },
+        RuntimeConfig::default()
+            .with_staging_size(staging)
+            .with_gpu_decompression(gpu_decompression)
+            .with_stored_copy_on_gpu(stored_copy_on_gpu)
+            .with_cpu_threads(2)
+            .with_lz4_decode_path(lz4_decode_path),
     )
     .unwrap();
     if let Some(path) = lz4_decode_path.filter(|_| gpu_decompression) {
@@ -1155,7 +1145,9 @@ fn stream_textures_with(
     // Conditioned texture blocks are put back in order on the GPU when it
     // decodes LZ4, by the CPU threads otherwise. (An adapter that cannot
     // read BC textures back, such as GL on llvmpipe, streams none of them.)
-    let bc_streamed = ctx.lacks(gpustream_tools::gpu::Capability::BcReadback).is_none();
+    let bc_streamed = ctx
+        .lacks(gpustream_tools::gpu::Capability::BcReadback)
+        .is_none();
     if condition && matches!(codec, Codec::Lz4 | Codec::GDeflate) && bc_streamed {
         assert_eq!(st.blocks_gpu_unconditioned > 0, gpu_decompression, "{st:?}");
     }
@@ -1295,10 +1287,7 @@ fn every_gpu_lz4_decoder_streams_through_the_runtime() {
             let refused = Runtime::new(
                 &ctx.device,
                 &ctx.queue,
-                RuntimeConfig {
-                    lz4_decode_path: Some(path),
-                    ..Default::default()
-                },
+                RuntimeConfig::default().with_lz4_decode_path(Some(path)),
             );
             match refused {
                 Err(e) => assert!(e.to_string().contains(path.name()), "{e}"),
@@ -1376,13 +1365,11 @@ fn odd_sized_blobs_and_packed_mips_reach_gpu_buffers() {
             let rt = Runtime::new(
                 &ctx.device,
                 &ctx.queue,
-                RuntimeConfig {
-                    stored_copy_on_gpu: on_gpu,
-                    cpu_threads: 2,
-                    direct_buffer_blocks: 16,
-                    staging_size: 16 << 20,
-                    ..Default::default()
-                },
+                RuntimeConfig::default()
+                    .with_stored_copy_on_gpu(on_gpu)
+                    .with_cpu_threads(2)
+                    .with_direct_buffer_blocks(16)
+                    .with_staging_size(16 << 20),
             )
             .unwrap();
             let pf = rt.open_pack(&path).unwrap();
@@ -1656,10 +1643,7 @@ fn gpu_destination_validation_comes_back_from_enqueue() {
     let rt2 = Runtime::new(
         &ctx.device,
         &ctx.queue,
-        RuntimeConfig {
-            staging_size: 256 << 10,
-            ..Default::default()
-        },
+        RuntimeConfig::default().with_staging_size(256 << 10),
     )
     .unwrap();
     let pf2 = rt2.open_pack(&path).unwrap();
@@ -1762,15 +1746,13 @@ fn stream_big_texture(
     let rt = Runtime::new(
         &ctx.device,
         &ctx.queue,
-        RuntimeConfig {
-            staging_size: 512 << 10,
+        RuntimeConfig::default()
+            .with_staging_size(512 << 10)
             // Batches as small as staging: the mips are cut by many.
-            gpu_batch_size: 512 << 10,
-            gpu_decompression,
-            stored_copy_on_gpu,
-            cpu_threads: 2,
-            ..Default::default()
-        },
+            .with_gpu_batch_size(512 << 10)
+            .with_gpu_decompression(gpu_decompression)
+            .with_stored_copy_on_gpu(stored_copy_on_gpu)
+            .with_cpu_threads(2),
     )
     .unwrap();
     let pf = rt.open_pack(&path).unwrap();
@@ -1903,13 +1885,11 @@ fn a_damaged_conditioned_tile_fails_alone_and_its_neighbours_arrive_whole() {
     let mip0 = bc_like(5, format.data_size(w, h) as usize);
     let mut wr = PackWriter::create(
         &path,
-        WriterOptions {
-            codec: Codec::Lz4,
-            level: 9,
-            threads: 1,
-            condition: true,
-            ..Default::default()
-        },
+        WriterOptions::default()
+            .with_codec(Codec::Lz4)
+            .with_level(9)
+            .with_threads(1)
+            .with_condition(true),
     )
     .unwrap();
     wr.add_texture("t", format, w, h, std::slice::from_ref(&mip0))
@@ -1934,11 +1914,9 @@ fn a_damaged_conditioned_tile_fails_alone_and_its_neighbours_arrive_whole() {
     let rt = Runtime::new(
         &ctx.device,
         &ctx.queue,
-        RuntimeConfig {
-            staging_size: 4 << 20,
-            cpu_threads: 2,
-            ..Default::default()
-        },
+        RuntimeConfig::default()
+            .with_staging_size(4 << 20)
+            .with_cpu_threads(2),
     )
     .unwrap();
     assert_eq!(rt.compression_support(Codec::Lz4), CompressionSupport::Gpu);
@@ -2025,14 +2003,12 @@ fn noop_discrete_stats(assume_discrete_gpu: bool, gpu_decompression: bool) -> Qu
     let rt = Runtime::new(
         &ctx.device,
         &ctx.queue,
-        RuntimeConfig {
-            cpu_threads: 2,
-            gpu_decompression,
-            assume_discrete_gpu,
+        RuntimeConfig::default()
+            .with_cpu_threads(2)
+            .with_gpu_decompression(gpu_decompression)
+            .with_assume_discrete_gpu(assume_discrete_gpu)
             // noop leaves the checksum pass's status words unwritten.
-            verify_gpu_checksums: false,
-            ..Default::default()
-        },
+            .with_verify_gpu_checksums(false),
     )
     .unwrap();
     let pf = rt.open_pack(&path).unwrap();
@@ -2187,10 +2163,7 @@ fn staging_in_imported_host_memory_streams_exact() {
     let off = Runtime::new(
         &ctx.device,
         &ctx.queue,
-        RuntimeConfig {
-            import_staging_memory: false,
-            ..Default::default()
-        },
+        RuntimeConfig::default().with_import_staging_memory(false),
     )
     .unwrap();
     let memory = off.staging_memory().cloned().unwrap();

@@ -13,19 +13,15 @@ use gpustream::runtime::{
 };
 
 fn runtime() -> Runtime {
-    Runtime::without_gpu(RuntimeConfig {
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap()
+    Runtime::without_gpu(RuntimeConfig::default().with_cpu_threads(2)).unwrap()
 }
 
 fn memory_queue(rt: &Runtime, capacity: usize) -> gpustream::runtime::Queue {
-    rt.create_queue(QueueConfig {
-        capacity,
-        source: SourceKind::Memory,
-        ..Default::default()
-    })
+    rt.create_queue(
+        QueueConfig::default()
+            .with_capacity(capacity)
+            .with_source(SourceKind::Memory),
+    )
 }
 
 fn block(seed: u8, len: usize) -> Vec<u8> {

@@ -50,11 +50,9 @@ fn striped(n: usize) -> Striped {
     let whole = dir.path().join("whole.gspk");
     let mut w = PackWriter::create(
         &whole,
-        WriterOptions {
-            codec: Codec::Lz4,
-            threads: 1,
-            ..WriterOptions::default()
-        },
+        WriterOptions::default()
+            .with_codec(Codec::Lz4)
+            .with_threads(1),
     )
     .unwrap();
     let mut blobs = Vec::new();
@@ -195,11 +193,7 @@ fn every_changed_byte_of_the_stripe_section_is_refused() {
 #[test]
 fn the_runtime_reads_every_member_and_a_member_cut_while_open_fails_only_its_requests() {
     let s = striped(3);
-    let rt = Runtime::without_gpu(RuntimeConfig {
-        cpu_threads: 2,
-        ..RuntimeConfig::default()
-    })
-    .unwrap();
+    let rt = Runtime::without_gpu(RuntimeConfig::default().with_cpu_threads(2)).unwrap();
     let pf = rt.open_pack(&s.head).unwrap();
     // Every blob, whole, into host memory.
     let run = |cut: bool| {
@@ -310,11 +304,9 @@ fn a_member_may_hold_more_blocks_than_the_head_has_bytes() {
     let whole = dir.path().join("tiny.gspk");
     let mut w = PackWriter::create(
         &whole,
-        WriterOptions {
-            codec: Codec::None,
-            threads: 1,
-            ..WriterOptions::default()
-        },
+        WriterOptions::default()
+            .with_codec(Codec::None)
+            .with_threads(1),
     )
     .unwrap();
     w.add_blob("first", &content(9, 64 << 10)).unwrap();

@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use gpustream_tools::import::{decode_image, read_input};
-use gpustream_tools::ktx2::{read_ktx2, write_ktx2};
 use gpustream::pack::{PackError, TextureFormat};
 use gpustream::runtime::trace::{TraceError, TraceReader, TraceRecord, MAX_LINE_BYTES};
+use gpustream_tools::import::{decode_image, read_input};
+use gpustream_tools::ktx2::{read_ktx2, write_ktx2};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -95,13 +95,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pack_path = std::path::Path::new("target").join("engine_integration.gspk");
     let verts = mesh();
     {
-        let mut w = PackWriter::create(
-            &pack_path,
-            WriterOptions {
-                codec: Codec::Lz4,
-                ..Default::default()
-            },
-        )?;
+        let mut w =
+            PackWriter::create(&pack_path, WriterOptions::default().with_codec(Codec::Lz4))?;
         w.add_blob("mesh/grid.vb", bytemuck::cast_slice(&verts))?;
         w.add_texture(
             "textures/checker",

@@ -257,13 +257,7 @@ pub fn ensure_pack(
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let mut w = PackWriter::create(
-        &tmp,
-        WriterOptions {
-            codec: Codec::Lz4,
-            ..Default::default()
-        },
-    )?;
+    let mut w = PackWriter::create(&tmp, WriterOptions::default().with_codec(Codec::Lz4))?;
     for i in 0..cfg.textures {
         let mips = texture_mips(cfg, i);
         w.add_texture(

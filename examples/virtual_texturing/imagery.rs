@@ -14,8 +14,8 @@
 use std::path::{Path, PathBuf};
 
 use gpustream::codec::Codec;
-use gpustream_tools::import::{decode_image, downsample, encode_mip, Rgba8Image};
 use gpustream::pack::{PackWriter, WriterOptions};
+use gpustream_tools::import::{decode_image, downsample, encode_mip, Rgba8Image};
 
 use super::content::{pack_matches, SceneConfig};
 
@@ -230,13 +230,7 @@ pub fn ensure_pack(
         indicatif::ProgressBar::hidden()
     };
     let tmp = path.with_extension("gspk.partial");
-    let mut w = PackWriter::create(
-        &tmp,
-        WriterOptions {
-            codec: Codec::Lz4,
-            ..Default::default()
-        },
-    )?;
+    let mut w = PackWriter::create(&tmp, WriterOptions::default().with_codec(Codec::Lz4))?;
     for i in 0..scene.textures {
         let tile = period_tile(&sources[i as usize % sources.len()], i);
         let mips = texture_mips(scene, tile);

@@ -199,17 +199,14 @@ impl Streamer {
         let runtime = Runtime::new(
             device,
             queue,
-            RuntimeConfig {
-                gpu_decompression: cfg.gpu_lz4,
-                ..RuntimeConfig::default()
-            },
+            RuntimeConfig::default().with_gpu_decompression(cfg.gpu_lz4),
         )?;
         let pack = runtime.open_pack(&cfg.pack)?;
-        let gqueue = runtime.create_queue(QueueConfig {
-            capacity: 2048,
-            name: Some("virtual texturing".into()),
-            ..Default::default()
-        });
+        let gqueue = runtime.create_queue(
+            QueueConfig::default()
+                .with_capacity(2048)
+                .with_name(Some("virtual texturing".into())),
+        );
         let ids: Vec<_> = (0..cfg.scene.textures)
             .map(|i| {
                 pack.pack()

@@ -11,8 +11,9 @@
 
 #[cfg(unix)]
 use std::collections::HashMap;
-#[cfg(unix)]
-use std::sync::{Mutex, OnceLock};
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Mutex;
 
 /// The physical device a file's reads go to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -30,26 +31,43 @@ pub struct DeviceId {
     pub rotational: Option<bool>,
 }
 
-#[cfg(unix)]
-fn cache() -> &'static Mutex<HashMap<u64, DeviceId>> {
-    static CACHE: OnceLock<Mutex<HashMap<u64, DeviceId>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+/// What one engine has learned about the devices its files are on: the
+/// disk behind each filesystem (a sysfs walk, done once per `st_dev`) and
+/// the page-cache notices it has already given (one per device and
+/// reason, not one per file). Each engine has its own, shared with the
+/// files it opens; nothing is kept process-wide.
+#[derive(Default)]
+pub(crate) struct Devices {
+    #[cfg(unix)]
+    resolved: Mutex<HashMap<u64, DeviceId>>,
+    noticed: Mutex<HashSet<(u64, String)>>,
 }
 
-/// Resolves a file's `st_dev` to the physical disk holding it (cached).
-/// Outside Linux, where no sysfs says which disk holds a filesystem, the
-/// filesystem itself.
-#[cfg(unix)]
-pub fn resolve(st_dev: u64) -> DeviceId {
-    if let Some(d) = cache().lock().expect("device cache").get(&st_dev) {
-        return d.clone();
+impl Devices {
+    /// Resolves a file's `st_dev` to the physical disk holding it, looked
+    /// up once. Outside Linux, where no sysfs says which disk holds a
+    /// filesystem, the filesystem itself.
+    #[cfg(unix)]
+    pub(crate) fn resolve(&self, st_dev: u64) -> DeviceId {
+        let mut resolved = self.resolved.lock().unwrap_or_else(|e| e.into_inner());
+        resolved
+            .entry(st_dev)
+            .or_insert_with(|| resolve_uncached(st_dev))
+            .clone()
     }
-    let id = resolve_uncached(st_dev);
-    cache()
-        .lock()
-        .expect("device cache")
-        .insert(st_dev, id.clone());
-    id
+
+    /// Logs that `path` is read through the page cache, and why: once per
+    /// device and reason, so a directory of a thousand files on tmpfs
+    /// gives one warning, not a thousand.
+    pub(crate) fn notice(&self, dev: u64, path: &Path, reason: &str) {
+        let mut noticed = self.noticed.lock().unwrap_or_else(|e| e.into_inner());
+        if noticed.insert((dev, reason.to_string())) {
+            log::warn!(
+                "{} is read through the page cache: {reason}",
+                path.display()
+            );
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]

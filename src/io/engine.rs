@@ -87,6 +87,8 @@ pub struct IoEngine {
     /// Ops waiting for their file's fill (a remote object's cache) to
     /// answer; dropping the engine waits for them before stopping workers.
     filling: Arc<Filling>,
+    /// The disks behind the files it opened and the notices it gave.
+    devices: Arc<super::device::Devices>,
 }
 
 /// A count of ops whose fill has not answered, and its zero signal.
@@ -116,7 +118,6 @@ impl Filling {
         }
     }
 }
-
 
 impl IoEngine {
     /// Creates an engine. Device workers start on first use.
@@ -150,6 +151,7 @@ impl IoEngine {
             counters: Arc::default(),
             regions: Arc::default(),
             filling: Arc::default(),
+            devices: Arc::default(),
         })
     }
 
@@ -231,14 +233,15 @@ impl IoEngine {
     /// notice is logged once per filesystem. macOS reads uncached with
     /// `F_NOCACHE` instead; Windows reads buffered (with that notice).
     pub fn open(&self, path: impl AsRef<Path>, mode: OpenMode) -> Result<IoFile, IoError> {
-        IoFile::open(path.as_ref(), mode)
+        let path = path.as_ref();
+        IoFile::open_named(path, path, mode, &self.devices)
     }
 
     /// Opens `open` as [`Self::open`] does, naming `shown` in errors and
-    /// reports ([`IoFile::open_named`]): for a file reopened through a
-    /// descriptor already checked (`/proc/self/fd/N`).
+    /// reports: for a file reopened through a descriptor already checked
+    /// (`/proc/self/fd/N`).
     pub fn open_named(&self, open: &Path, shown: &Path, mode: OpenMode) -> Result<IoFile, IoError> {
-        IoFile::open_named(open, shown, mode)
+        IoFile::open_named(open, shown, mode, &self.devices)
     }
 
     fn make_backend(&self) -> Box<dyn Backend> {
@@ -294,9 +297,7 @@ impl IoEngine {
         }
         let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
         for (dev, mut ops) in by_dev {
-            let w = workers
-                .entry(dev)
-                .or_insert_with(|| self.start_worker(dev));
+            let w = workers.entry(dev).or_insert_with(|| self.start_worker(dev));
             if w.thread.is_some() {
                 // Ops on a remote object's cache wait for their bytes,
                 // then join the device's queue (`fill.rs`). Each file's

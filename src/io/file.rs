@@ -1,7 +1,6 @@
 //! Files opened through the engine: O_DIRECT where the filesystem allows,
 //! buffered otherwise, with their physical placement for the scheduler.
 
-use std::collections::HashSet;
 #[cfg(target_os = "linux")]
 use std::ffi::CString;
 use std::fs::File;
@@ -12,10 +11,10 @@ use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use super::backend::RawFile;
-use super::device::DeviceId;
+use super::device::{DeviceId, Devices};
 use super::fiemap::{self, Extent};
 use super::fill::RangeFill;
 #[cfg(target_os = "linux")]
@@ -79,6 +78,9 @@ pub(crate) struct FileInner {
     /// What makes ranges present before they are read, for a file that is
     /// a local cache of a remote object (`fill.rs`).
     fill: OnceLock<Arc<dyn RangeFill>>,
+    /// The opening engine's device knowledge, for the notice a refused
+    /// direct read gives.
+    devices: Arc<Devices>,
 }
 
 /// What the OS-specific open found out about a file.
@@ -121,16 +123,22 @@ impl std::fmt::Debug for IoFile {
 pub struct PhysKey(pub u64, pub u64);
 
 impl IoFile {
-    /// Opens `path` for reading (see [`crate::io::IoEngine::open`]).
+    /// Opens `path` for reading on its own, outside any engine (an
+    /// engine's files share what it learned about their devices: `IoEngine::open`).
     pub fn open(path: &Path, mode: OpenMode) -> Result<IoFile, IoError> {
-        Self::open_named(path, path, mode)
+        Self::open_named(path, path, mode, &Arc::default())
     }
 
     /// Opens `open` for reading, naming `shown` in errors and reports: for
     /// a file reached through a descriptor the caller holds
     /// (`/proc/self/fd/N`), so that the file read is the very file the
     /// caller checked, whatever was renamed or swapped in at its path since.
-    pub fn open_named(open: &Path, shown: &Path, mode: OpenMode) -> Result<IoFile, IoError> {
+    pub(crate) fn open_named(
+        open: &Path,
+        shown: &Path,
+        mode: OpenMode,
+        devices: &Arc<Devices>,
+    ) -> Result<IoFile, IoError> {
         let rename = |e: IoError| match e {
             IoError::Open { source, .. } => IoError::Open {
                 path: shown.to_path_buf(),
@@ -141,7 +149,7 @@ impl IoFile {
             },
             other => other,
         };
-        let o = open_os(open, mode).map_err(rename)?;
+        let o = open_os(open, mode, devices).map_err(rename)?;
         let path = shown;
         let id = NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed);
         Ok(IoFile {
@@ -163,6 +171,7 @@ impl IoFile {
                 #[cfg(target_os = "linux")]
                 map: OnceLock::new(),
                 fill: OnceLock::new(),
+                devices: devices.clone(),
             }),
         })
     }
@@ -398,7 +407,7 @@ impl IoFile {
     /// Called when a direct read was refused with EINVAL after open.
     pub(crate) fn refuse_direct(&self) {
         if !self.inner.direct_refused.swap(true, Ordering::Relaxed) {
-            notice_once(
+            self.inner.devices.notice(
                 self.inner.device.dev,
                 &self.inner.path,
                 "direct reads are refused (EINVAL)",
@@ -410,7 +419,7 @@ impl IoFile {
 /// Linux: O_DIRECT where the filesystem takes it (not on tmpfs), its
 /// alignment from statx, the disk from sysfs and the extents from FIEMAP.
 #[cfg(target_os = "linux")]
-fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
+fn open_os(path: &Path, mode: OpenMode, devices: &Devices) -> Result<Opened, IoError> {
     let open_err = |source| IoError::Open {
         path: path.to_path_buf(),
         source,
@@ -465,7 +474,7 @@ fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
         return Err(open_err(std::io::Error::last_os_error()));
     }
     use std::os::unix::fs::MetadataExt;
-    let device = super::device::resolve(meta.dev());
+    let device = devices.resolve(meta.dev());
 
     let mut reason = None;
     if want_direct && !direct {
@@ -485,7 +494,7 @@ fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
         file
     };
     if let Some(reason) = reason {
-        notice_once(meta.dev(), path, reason);
+        devices.notice(meta.dev(), path, reason);
     }
     let alignment = if direct { direct_alignment(&cpath) } else { 1 };
     let extents = fiemap::extents(file.as_raw_fd(), MAX_EXTENTS).unwrap_or_default();
@@ -508,7 +517,7 @@ fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
 /// file offset; the device is the filesystem's `st_dev` (no sysfs to find
 /// its disk).
 #[cfg(all(unix, not(target_os = "linux")))]
-fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
+fn open_os(path: &Path, mode: OpenMode, devices: &Devices) -> Result<Opened, IoError> {
     use std::os::unix::fs::MetadataExt;
     let open_err = |source| IoError::Open {
         path: path.to_path_buf(),
@@ -521,11 +530,11 @@ fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
             path: path.to_path_buf(),
         });
     }
-    let device = super::device::resolve(meta.dev());
+    let device = devices.resolve(meta.dev());
     let want_direct = mode != OpenMode::Buffered;
     let direct = want_direct && no_cache(&file);
     if want_direct && !direct {
-        notice_once(device.dev, path, UNCACHED_UNAVAILABLE);
+        devices.notice(device.dev, path, UNCACHED_UNAVAILABLE);
     }
     let alignment = if direct { NOCACHE_ALIGN } else { 1 };
     Ok(Opened {
@@ -575,7 +584,7 @@ const NOCACHE_ALIGN: usize = 4096;
 /// from another query. No extents, so reads are ordered by file offset;
 /// the device is the volume (drive or share) the path lies on.
 #[cfg(windows)]
-fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
+fn open_os(path: &Path, mode: OpenMode, devices: &Devices) -> Result<Opened, IoError> {
     let open_err = |source| IoError::Open {
         path: path.to_path_buf(),
         source,
@@ -599,7 +608,7 @@ fn open_os(path: &Path, mode: OpenMode) -> Result<Opened, IoError> {
     }
     let device = super::device::resolve_volume(path);
     if mode != OpenMode::Buffered {
-        notice_once(
+        devices.notice(
             device.dev,
             path,
             "unbuffered reads are not implemented on Windows",
@@ -707,19 +716,4 @@ fn direct_alignment(cpath: &CString) -> usize {
         }
     }
     4096
-}
-
-fn notice_once(dev: u64, path: &Path, reason: &str) {
-    static SEEN: OnceLock<Mutex<HashSet<(u64, String)>>> = OnceLock::new();
-    let seen = SEEN.get_or_init(|| Mutex::new(HashSet::new()));
-    if seen
-        .lock()
-        .expect("notice set")
-        .insert((dev, reason.to_string()))
-    {
-        log::warn!(
-            "{} is read through the page cache: {reason}",
-            path.display()
-        );
-    }
 }

@@ -146,6 +146,7 @@ pub enum Priority {
 
 /// Engine settings.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct IoConfig {
     /// Which backend to use.
     pub backend: BackendKind,
@@ -169,6 +170,48 @@ pub struct IoConfig {
     /// See above.
     #[cfg(not(feature = "internals"))]
     pub(crate) fault: Option<FaultConfig>,
+}
+
+/// Chained setters, one per field: `IoConfig` is `#[non_exhaustive]`, so
+/// code outside the crate starts from its default (or constructor) and
+/// sets what it changes, and new fields never break it.
+impl IoConfig {
+    /// Sets [`backend`](Self::backend).
+    pub fn with_backend(mut self, backend: BackendKind) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Sets [`queue_depth`](Self::queue_depth).
+    pub fn with_queue_depth(mut self, queue_depth: usize) -> Self {
+        self.queue_depth = queue_depth;
+        self
+    }
+
+    /// Sets [`max_read`](Self::max_read).
+    pub fn with_max_read(mut self, max_read: usize) -> Self {
+        self.max_read = max_read;
+        self
+    }
+
+    /// Sets [`max_overread`](Self::max_overread).
+    pub fn with_max_overread(mut self, max_overread: usize) -> Self {
+        self.max_overread = max_overread;
+        self
+    }
+
+    /// Sets [`sort_by_position`](Self::sort_by_position).
+    pub fn with_sort_by_position(mut self, sort_by_position: bool) -> Self {
+        self.sort_by_position = sort_by_position;
+        self
+    }
+
+    #[cfg(feature = "internals")]
+    /// Sets [`fault`](Self::fault).
+    pub fn with_fault(mut self, fault: Option<FaultConfig>) -> Self {
+        self.fault = fault;
+        self
+    }
 }
 
 impl Default for IoConfig {

@@ -18,6 +18,7 @@ pub const STORE_RAW_UNLESS_SAVES_DIVISOR: usize = 16;
 
 /// How the writer stores blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct WriterOptions {
     /// The codec tried for every block (a block that saves too little is
     /// stored as `none`, see [`STORE_RAW_UNLESS_SAVES_DIVISOR`]).
@@ -41,6 +42,41 @@ pub struct WriterOptions {
     /// with default options reads with version 1 readers;
     /// `gpustream pack` turns it on.
     pub condition: bool,
+}
+
+/// Chained setters, one per field: `WriterOptions` is `#[non_exhaustive]`, so
+/// code outside the crate starts from its default (or constructor) and
+/// sets what it changes, and new fields never break it.
+impl WriterOptions {
+    /// Sets [`codec`](Self::codec).
+    pub fn with_codec(mut self, codec: Codec) -> Self {
+        self.codec = codec;
+        self
+    }
+
+    /// Sets [`level`](Self::level).
+    pub fn with_level(mut self, level: i32) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// Sets [`threads`](Self::threads).
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
+    /// Sets [`lz4_sub_block`](Self::lz4_sub_block).
+    pub fn with_lz4_sub_block(mut self, lz4_sub_block: u32) -> Self {
+        self.lz4_sub_block = lz4_sub_block;
+        self
+    }
+
+    /// Sets [`condition`](Self::condition).
+    pub fn with_condition(mut self, condition: bool) -> Self {
+        self.condition = condition;
+        self
+    }
 }
 
 impl Default for WriterOptions {

@@ -44,6 +44,7 @@ pub use open::RemotePack;
 
 /// How a remote pack is fetched and cached.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RemoteConfig {
     /// Where the replica and its index live (created if missing). One
     /// process at a time may use a replica: a second open of the same URL
@@ -72,6 +73,71 @@ pub struct RemoteConfig {
     /// Access key id and secret, overriding `AWS_ACCESS_KEY_ID` and
     /// `AWS_SECRET_ACCESS_KEY`.
     pub credentials: Option<(String, String)>,
+}
+
+/// Chained setters, one per field: `RemoteConfig` is `#[non_exhaustive]`, so
+/// code outside the crate starts from its default (or constructor) and
+/// sets what it changes, and new fields never break it.
+impl RemoteConfig {
+    /// Sets [`cache_dir`](Self::cache_dir).
+    pub fn with_cache_dir(mut self, cache_dir: PathBuf) -> Self {
+        self.cache_dir = cache_dir;
+        self
+    }
+
+    /// Sets [`cache_bytes`](Self::cache_bytes).
+    pub fn with_cache_bytes(mut self, cache_bytes: u64) -> Self {
+        self.cache_bytes = cache_bytes;
+        self
+    }
+
+    /// Sets [`concurrency`](Self::concurrency).
+    pub fn with_concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+
+    /// Sets [`max_get`](Self::max_get).
+    pub fn with_max_get(mut self, max_get: usize) -> Self {
+        self.max_get = max_get;
+        self
+    }
+
+    /// Sets [`request_timeout`](Self::request_timeout).
+    pub fn with_request_timeout(mut self, request_timeout: Duration) -> Self {
+        self.request_timeout = request_timeout;
+        self
+    }
+
+    /// Sets [`connect_timeout`](Self::connect_timeout).
+    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Sets [`retries`](Self::retries).
+    pub fn with_retries(mut self, retries: usize) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Sets [`retry_timeout`](Self::retry_timeout).
+    pub fn with_retry_timeout(mut self, retry_timeout: Duration) -> Self {
+        self.retry_timeout = retry_timeout;
+        self
+    }
+
+    /// Sets [`endpoint`](Self::endpoint).
+    pub fn with_endpoint(mut self, endpoint: Option<String>) -> Self {
+        self.endpoint = endpoint;
+        self
+    }
+
+    /// Sets [`credentials`](Self::credentials).
+    pub fn with_credentials(mut self, credentials: Option<(String, String)>) -> Self {
+        self.credentials = credentials;
+        self
+    }
 }
 
 impl RemoteConfig {

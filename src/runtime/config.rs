@@ -6,6 +6,7 @@ use super::error::RuntimeError;
 
 /// How the runtime is set up.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct RuntimeConfig {
     /// Total staging memory in bytes (default 32 MiB), split into chunks.
     pub staging_size: u64,
@@ -118,6 +119,119 @@ pub struct RuntimeConfig {
     /// device memory the CPU writes slowly and O_DIRECT cannot target.
     /// [`Runtime::staging_memory`] says which the runtime got, and why.
     pub import_staging_memory: bool,
+}
+
+/// Chained setters, one per field: `RuntimeConfig` is `#[non_exhaustive]`, so
+/// code outside the crate starts from its default (or constructor) and
+/// sets what it changes, and new fields never break it.
+impl RuntimeConfig {
+    /// Sets [`staging_size`](Self::staging_size).
+    pub fn with_staging_size(mut self, staging_size: u64) -> Self {
+        self.staging_size = staging_size;
+        self
+    }
+
+    /// Sets [`staging_chunk`](Self::staging_chunk).
+    pub fn with_staging_chunk(mut self, staging_chunk: Option<u64>) -> Self {
+        self.staging_chunk = staging_chunk;
+        self
+    }
+
+    /// Sets [`io`](Self::io).
+    pub fn with_io(mut self, io: IoConfig) -> Self {
+        self.io = io;
+        self
+    }
+
+    /// Sets [`open_mode`](Self::open_mode).
+    pub fn with_open_mode(mut self, open_mode: OpenMode) -> Self {
+        self.open_mode = open_mode;
+        self
+    }
+
+    /// Sets [`cpu_threads`](Self::cpu_threads).
+    pub fn with_cpu_threads(mut self, cpu_threads: usize) -> Self {
+        self.cpu_threads = cpu_threads;
+        self
+    }
+
+    /// Sets [`gpu_decompression`](Self::gpu_decompression).
+    pub fn with_gpu_decompression(mut self, gpu_decompression: bool) -> Self {
+        self.gpu_decompression = gpu_decompression;
+        self
+    }
+
+    /// Sets [`lz4_decode_path`](Self::lz4_decode_path).
+    pub fn with_lz4_decode_path(
+        mut self,
+        lz4_decode_path: Option<crate::decode::gpu::Lz4DecodePath>,
+    ) -> Self {
+        self.lz4_decode_path = lz4_decode_path;
+        self
+    }
+
+    /// Sets [`gdeflate_decoder`](Self::gdeflate_decoder).
+    pub fn with_gdeflate_decoder(
+        mut self,
+        gdeflate_decoder: crate::decode::gpu::GDeflateDecoderPreference,
+    ) -> Self {
+        self.gdeflate_decoder = gdeflate_decoder;
+        self
+    }
+
+    /// Sets [`verify_gpu_checksums`](Self::verify_gpu_checksums).
+    pub fn with_verify_gpu_checksums(mut self, verify_gpu_checksums: bool) -> Self {
+        self.verify_gpu_checksums = verify_gpu_checksums;
+        self
+    }
+
+    /// Sets [`stored_copy_on_gpu`](Self::stored_copy_on_gpu).
+    pub fn with_stored_copy_on_gpu(mut self, stored_copy_on_gpu: Option<bool>) -> Self {
+        self.stored_copy_on_gpu = stored_copy_on_gpu;
+        self
+    }
+
+    /// Sets [`direct_buffer_blocks`](Self::direct_buffer_blocks).
+    pub fn with_direct_buffer_blocks(mut self, direct_buffer_blocks: usize) -> Self {
+        self.direct_buffer_blocks = direct_buffer_blocks;
+        self
+    }
+
+    /// Sets [`bounce_limit`](Self::bounce_limit).
+    pub fn with_bounce_limit(mut self, bounce_limit: u64) -> Self {
+        self.bounce_limit = bounce_limit;
+        self
+    }
+
+    /// Sets [`map_cached_files`](Self::map_cached_files).
+    pub fn with_map_cached_files(mut self, map_cached_files: bool) -> Self {
+        self.map_cached_files = map_cached_files;
+        self
+    }
+
+    /// Sets [`trace`](Self::trace).
+    pub fn with_trace(mut self, trace: Option<std::path::PathBuf>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// Sets [`gpu_batch_size`](Self::gpu_batch_size).
+    pub fn with_gpu_batch_size(mut self, gpu_batch_size: u64) -> Self {
+        self.gpu_batch_size = gpu_batch_size;
+        self
+    }
+
+    /// Sets [`assume_discrete_gpu`](Self::assume_discrete_gpu).
+    pub fn with_assume_discrete_gpu(mut self, assume_discrete_gpu: bool) -> Self {
+        self.assume_discrete_gpu = assume_discrete_gpu;
+        self
+    }
+
+    /// Sets [`import_staging_memory`](Self::import_staging_memory).
+    pub fn with_import_staging_memory(mut self, import_staging_memory: bool) -> Self {
+        self.import_staging_memory = import_staging_memory;
+        self
+    }
 }
 
 /// The GDeflate decoder for `device` under the configured `preference`,

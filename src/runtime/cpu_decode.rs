@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::job::{JobCtl, JobHot};
+use super::pack_file::PackFile;
 use super::part::{BlockData, Part, Place};
 use super::reads::RunPart;
-use super::pack_file::PackFile;
-use crate::completion::RequestError;
 use crate::codec::MAX_BLOCK_SIZE;
+use crate::completion::RequestError;
 use crate::destinations::HostClaim;
 use crate::staging::SlotWriter;
 

@@ -38,7 +38,7 @@ use crossbeam::channel::Sender;
 
 use crate::completion::gpu_poll::GpuPoller;
 use crate::decode::gpu::{
-    BlockCheckDesc, Crc32cPipeline, GDeflateDecodePipeline, BlockDesc, Lz4DecodePipeline,
+    BlockCheckDesc, BlockDesc, Crc32cPipeline, GDeflateDecodePipeline, Lz4DecodePipeline,
     StoredCopyPipeline, UnconditionPipeline,
 };
 use crate::destinations::gpu_copies::MipsTouched;

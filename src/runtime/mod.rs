@@ -26,10 +26,10 @@
 //! ```
 
 mod activity;
-mod config;
 mod batch_status;
 mod batch_tables;
 mod complete;
+mod config;
 mod cpu_decode;
 mod dispatcher;
 mod error;
@@ -58,24 +58,22 @@ use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-
 /// Why a request failed: defined in `completion`, which reports it.
 pub use crate::completion::{BufferProblem, GpuDecodeFailure, RequestError, SourceProblem};
 pub use crate::staging::StagingMemory;
 pub use activity::InFlightTimes;
+use config::gdeflate_decoder;
 pub use config::RuntimeConfig;
 pub use error::RuntimeError;
-use config::gdeflate_decoder;
 pub use pack_file::PackFile;
-pub(crate) use shared::{GpuInfo, RuntimeShared};
 pub use queue::{Priority, Queue, QueueConfig, SourceKind, TryEnqueueError};
 pub use request::{Destination, Request, Source};
+pub(crate) use shared::{GpuInfo, RuntimeShared};
 pub use stats::{LatencyHistogram, QueueStats};
 
 use crate::codec::Codec;
 use crate::io::IoEngine;
 use crate::pack::Pack;
-
 
 /// Where a codec is decoded for GPU destinations
 /// (DirectStorage's `GetCompressionSupport`).

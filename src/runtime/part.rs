@@ -277,4 +277,3 @@ impl Part {
         one * (pieces as u64 + conditioned as u64)
     }
 }
-

@@ -9,10 +9,10 @@ use std::time::Instant;
 use crate::completion::{ErrorRecord, Fence, Marker, Outcome, StatusArray, Tracker};
 
 use super::job::{Cmd, Ended, FailureInfo, JobCtl, JobHot, JobOwner, JobSpec};
-use super::request::{Destination, Request};
-use super::stats::QueueStats;
 use super::plan;
+use super::request::{Destination, Request};
 use super::shared::RuntimeShared;
+use super::stats::QueueStats;
 use crate::completion::RequestError;
 
 /// A queue's priority: the I/O engine's classes. The runtime serves higher
@@ -26,6 +26,7 @@ pub use crate::completion::SourceKind;
 
 /// How to create a queue.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct QueueConfig {
     /// Requests the queue holds between enqueue and completion: 128 to 8192.
     pub capacity: usize,
@@ -35,6 +36,35 @@ pub struct QueueConfig {
     pub source: SourceKind,
     /// A name for stats and traces.
     pub name: Option<String>,
+}
+
+/// Chained setters, one per field: `QueueConfig` is `#[non_exhaustive]`, so
+/// code outside the crate starts from its default (or constructor) and
+/// sets what it changes, and new fields never break it.
+impl QueueConfig {
+    /// Sets [`capacity`](Self::capacity).
+    pub fn with_capacity(mut self, capacity: usize) -> Self {
+        self.capacity = capacity;
+        self
+    }
+
+    /// Sets [`priority`](Self::priority).
+    pub fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sets [`source`](Self::source).
+    pub fn with_source(mut self, source: SourceKind) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Sets [`name`](Self::name).
+    pub fn with_name(mut self, name: Option<String>) -> Self {
+        self.name = name;
+        self
+    }
 }
 
 impl Default for QueueConfig {

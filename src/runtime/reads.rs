@@ -19,8 +19,8 @@ use crate::io::{self, AlignedBuf, ReadCompletion, ReadOp};
 use crate::staging::{Slot, SlotWriter, StagingRing};
 
 use super::job::JobOwner;
-use super::part::{BlockData, Class, Part, ALIGN_SLACK};
 use super::pack_file::PackFile;
+use super::part::{BlockData, Class, Part, ALIGN_SLACK};
 use crate::completion::RequestError;
 
 /// Staging slots for O_DIRECT runs start on this boundary, whatever the

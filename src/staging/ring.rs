@@ -536,14 +536,12 @@ mod tests {
         desc.backends = wgpu::Backends::NOOP;
         desc.backend_options.noop = wgpu::NoopBackendOptions::enabled();
         let instance = wgpu::Instance::new(desc);
-        let adapter =
-            pollster::block_on(instance.request_adapter(&Default::default())).unwrap();
+        let adapter = pollster::block_on(instance.request_adapter(&Default::default())).unwrap();
         let (device, _queue) =
             pollster::block_on(adapter.request_device(&Default::default())).unwrap();
         for host in [false, true] {
             let mut ring =
-                StagingRing::new(&device, 1 << 20, 256 << 10, (1 << 30, 1), false, host)
-                    .unwrap();
+                StagingRing::new(&device, 1 << 20, 256 << 10, (1 << 30, 1), false, host).unwrap();
             let (_, mut w) = ring.alloc(1000, 256, 0).unwrap();
             assert!(w.write(0, &[1u8; 1000]));
             assert!(!w.write(1, &[1u8; 1000]), "a copy past the slot");

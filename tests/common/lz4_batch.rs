@@ -7,9 +7,9 @@ use gpustream::decode::cpu_twin::{
     lz4_decode, lz4_decode_v2_counted, lz4_decode_v2_group, Lz4DecodeCounts,
 };
 use gpustream::decode::gpu::lz4_decode::{Lz4DecodePipeline, PassError};
-use gpustream_tools::gpu::{read_buffer};
 use gpustream::decode::gpu::BlockPass;
 use gpustream::decode::BlockDesc;
+use gpustream_tools::gpu::read_buffer;
 use gpustream_tools::gpu::GpuContext;
 use wgpu::util::DeviceExt;
 

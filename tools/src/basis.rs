@@ -21,11 +21,11 @@
 
 use crate::basis_etc1s::etc1s_to_basis_file;
 use crate::ktx2::{inflate_level, malformed, Ktx2Layout, SCHEME_ZSTD};
-use gpustream::pack::{mip_extent, PackError, TextureFormat, TextureSourceKind};
 use basis_universal::{
     DecodeFlags, LowLevelUastcTranscoder, SliceParametersUastc, TranscodeParameters, Transcoder,
     TranscoderBlockFormat, TranscoderTextureFormat,
 };
+use gpustream::pack::{mip_extent, PackError, TextureFormat, TextureSourceKind};
 use std::path::Path;
 
 /// Khronos data format colour models of Basis Universal data.

@@ -8,8 +8,8 @@
 //! (arrays, cube maps, volumes, level sizes against the data) before any
 //! texel is used. DDS files are untrusted input.
 
-use gpustream::pack::{full_mip_count, mip_extent, PackError, TextureFormat, MAX_TEXTURE_DIM};
 use ddsfile::{Caps2, D3D10ResourceDimension, Dds, DxgiFormat, FourCC, MiscFlag};
+use gpustream::pack::{full_mip_count, mip_extent, PackError, TextureFormat, MAX_TEXTURE_DIM};
 use std::path::Path;
 
 /// Bytes before the texel data: the magic "DDS " and the 124-byte header.

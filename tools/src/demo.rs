@@ -9,8 +9,8 @@
 //! instruction set).
 
 use crate::import::{decode_image, encode_texture, ImageOptions, Rgba8Image};
-use gpustream::pack::{Pack, PackError, PackWriter, TextureFormat, WriterOptions};
 use gpustream::codec::Codec;
+use gpustream::pack::{Pack, PackError, PackWriter, TextureFormat, WriterOptions};
 use std::path::{Path, PathBuf};
 
 /// Bumped whenever the generator's output changes, so old demo packs are
@@ -24,8 +24,7 @@ pub const MANIFEST_ASSET: &str = "demo/manifest.json";
 pub const DEFAULT_PATH: &str = "target/gpustream-demo.gspk";
 
 /// What demo pack to build.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[derive(serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct DemoConfig {
     /// Bytes of uncompressed asset data (the pack holds exactly this much,
     /// plus the small manifest).
@@ -184,12 +183,10 @@ pub fn build_demo_pack(
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut writer = PackWriter::create(
         &tmp,
-        WriterOptions {
-            codec: config.codec,
-            level: config.level,
-            threads,
-            ..Default::default()
-        },
+        WriterOptions::default()
+            .with_codec(config.codec)
+            .with_level(config.level)
+            .with_threads(threads),
     )?;
     let bar = if progress {
         let bar = indicatif::ProgressBar::new(config.size_bytes);

@@ -241,12 +241,10 @@ fn make_pack(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("trace.gspk");
     let mut w = PackWriter::create(
         &path,
-        WriterOptions {
-            codec: Codec::Lz4,
-            level: 0,
-            threads: 1,
-            ..Default::default()
-        },
+        WriterOptions::default()
+            .with_codec(Codec::Lz4)
+            .with_level(0)
+            .with_threads(1),
     )
     .unwrap();
     let data: Vec<u8> = (0..300_000u32).map(|i| (i / 5) as u8).collect();
@@ -262,11 +260,8 @@ fn a_captured_trace_replays_and_summarises() {
     let pack = make_pack(dir.path());
     let trace = dir.path().join("run.trace");
     {
-        let rt = Runtime::without_gpu(RuntimeConfig {
-            trace: Some(trace.clone()),
-            ..Default::default()
-        })
-        .unwrap();
+        let rt =
+            Runtime::without_gpu(RuntimeConfig::default().with_trace(Some(trace.clone()))).unwrap();
         let pf = rt.open_pack(&pack).unwrap();
         let q = rt.create_queue(QueueConfig::default());
         let f = Fence::new();

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpustream::codec::Codec;
-use gpustream_tools::ktx2::write_ktx2;
 use gpustream::pack::{PackWriter, TextureFormat, WriterOptions};
+use gpustream_tools::ktx2::write_ktx2;
 use rand::{RngCore, SeedableRng};
 
 /// The data segment cap on each child (`RLIMIT_DATA`: private writable
@@ -92,12 +92,10 @@ fn valid_pack_and_trace(dir: &Path) -> (Vec<u8>, Vec<u8>) {
     let pack = dir.join("valid.gspk");
     let mut w = PackWriter::create(
         &pack,
-        WriterOptions {
-            codec: Codec::Lz4,
-            level: 0,
-            threads: 1,
-            ..Default::default()
-        },
+        WriterOptions::default()
+            .with_codec(Codec::Lz4)
+            .with_level(0)
+            .with_threads(1),
     )
     .unwrap();
     let data: Vec<u8> = (0..200_000u32).map(|i| (i / 7) as u8).collect();
@@ -313,7 +311,8 @@ fn every_file_reading_command_fails_cleanly_on_bad_files() {
 #[test]
 fn the_regression_files_fail_cleanly_through_the_cli() {
     let dir = tempfile::tempdir().unwrap();
-    let regressions = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("tests/regressions");
+    let regressions =
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("tests/regressions");
     let o = dir.path().join("o.gspk");
     let input = |name: &str, label: &'static str| Input {
         label,

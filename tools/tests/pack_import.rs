@@ -1,11 +1,11 @@
 //! Images, KTX2 and blobs through the packer, the CLI commands, and the
 //! demo pack.
 
+use gpustream::pack::{AssetKind, Pack, PackError, PackWriter, TextureFormat, WriterOptions};
+use gpustream::Codec;
 use gpustream_tools::demo::{ensure_demo_pack, DemoConfig, MANIFEST_ASSET};
 use gpustream_tools::import::{add_file, decode_image, encode_texture, ImageOptions};
 use gpustream_tools::ktx2::{read_ktx2, write_ktx2};
-use gpustream::pack::{AssetKind, Pack, PackError, PackWriter, TextureFormat, WriterOptions};
-use gpustream::Codec;
 use std::path::Path;
 use std::process::Command;
 
@@ -28,12 +28,10 @@ fn test_image(w: u32, h: u32, alpha: bool) -> image::RgbaImage {
 fn writer(path: &Path) -> PackWriter {
     PackWriter::create(
         path,
-        WriterOptions {
-            codec: Codec::Lz4,
-            level: 0,
-            threads: 2,
-            ..Default::default()
-        },
+        WriterOptions::default()
+            .with_codec(Codec::Lz4)
+            .with_level(0)
+            .with_threads(2),
     )
     .unwrap()
 }

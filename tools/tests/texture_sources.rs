@@ -7,14 +7,14 @@
 mod basis_ktx2;
 
 use basis_ktx2::{basis_to_ktx2, encode_basis};
-use gpustream_tools::dds::read_dds;
-use gpustream_tools::import::{add_file, load_texture, ImageOptions};
-use gpustream_tools::ktx2::{read_ktx2, write_ktx2};
 use gpustream::pack::{
     full_mip_count, mip_extent, Pack, PackError, PackWriter, TextureFormat, TextureSourceKind,
     WriterOptions,
 };
 use gpustream::Codec;
+use gpustream_tools::dds::read_dds;
+use gpustream_tools::import::{add_file, load_texture, ImageOptions};
+use gpustream_tools::ktx2::{read_ktx2, write_ktx2};
 use std::path::Path;
 use std::process::Command;
 
@@ -111,12 +111,10 @@ fn chain(f: TextureFormat, w: u32, h: u32, levels: u8) -> Vec<Vec<u8>> {
 fn writer(path: &Path, codec: Codec) -> PackWriter {
     PackWriter::create(
         path,
-        WriterOptions {
-            codec,
-            level: 0,
-            threads: 2,
-            ..Default::default()
-        },
+        WriterOptions::default()
+            .with_codec(codec)
+            .with_level(0)
+            .with_threads(2),
     )
     .unwrap()
 }
@@ -906,14 +904,8 @@ fn measure_source_kinds() {
             for _ in 0..3 {
                 let out = dir.path().join("p.gspk");
                 let t0 = Instant::now();
-                let mut wr = PackWriter::create(
-                    &out,
-                    WriterOptions {
-                        codec,
-                        ..WriterOptions::default()
-                    },
-                )
-                .unwrap();
+                let mut wr =
+                    PackWriter::create(&out, WriterOptions::default().with_codec(codec)).unwrap();
                 for f in &files {
                     add_file(&mut wr, f.file_name().unwrap().to_str().unwrap(), f, opts).unwrap();
                 }

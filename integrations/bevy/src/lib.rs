@@ -131,11 +131,9 @@ impl Default for GpuStreamPlugin {
             mip_bias: 0.0,
             preload_all: false,
             extra_texture_usages: wgpu::TextureUsages::empty(),
-            runtime: gpustream::prelude::RuntimeConfig {
+            runtime: gpustream::prelude::RuntimeConfig::default()
                 // Tiles are 64 KiB; a frame's requests fit many times over.
-                staging_size: 16 << 20,
-                ..Default::default()
-            },
+                .with_staging_size(16 << 20),
         }
     }
 }

@@ -131,10 +131,7 @@ impl UnconditionPipeline {
 /// `src_size == dst_size` for every block, the layout and disjointness
 /// rules of [`validate_descs`] for the output ranges, and no output range
 /// overlapping any block's conditioned bytes.
-pub fn validate_uncondition_descs(
-    descs: &[BlockDesc],
-    output_len: u64,
-) -> Result<(), PassError> {
+pub fn validate_uncondition_descs(descs: &[BlockDesc], output_len: u64) -> Result<(), PassError> {
     let bad = |block, reason| Err(PassError::BadDescriptor { block, reason });
     for (i, d) in descs.iter().enumerate() {
         // 0 (none) is a plain relayout into rows.

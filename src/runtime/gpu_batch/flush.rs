@@ -7,7 +7,7 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use crate::decode::gpu::{BlockCheckDesc, BlockPass, BlockDesc, PassBindings};
+use crate::decode::gpu::{BlockCheckDesc, BlockDesc, BlockPass, PassBindings};
 use crate::decode::Lz4Status;
 use crate::destinations::gpu_copies::{
     plan_outputs, record_copies, DirectRule, OutputPlan, PartDest,
@@ -22,8 +22,8 @@ use super::super::complete::ToCompletion;
 use super::super::gpu_direct::{end_pinned, part_dests, record_part_direct};
 use super::super::job_table::JobTable;
 use super::super::plan::{BlockData, Class, Place};
-use crate::completion::RequestError;
 use super::{Entry, Finished, GpuBatcher, Recorded, Res, MAX_DIRECT};
+use crate::completion::RequestError;
 
 /// The open batch's entries after one pass over them.
 struct Sorted<'j> {

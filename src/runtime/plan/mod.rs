@@ -4,13 +4,12 @@
 
 mod sources;
 
-
 use crate::codec::Codec;
 use crate::pack::{Asset, AssetId, BlockTransform};
 
-use super::request::{Request, Source};
 use super::pack_file::PackFile;
 pub(crate) use super::part::{BlockData, BlockSrc, Class, Linear, Part, Piece, Place, ALIGN_SLACK};
+use super::request::{Request, Source};
 use super::shared::RuntimeShared;
 use crate::completion::{RequestError, SourceProblem};
 

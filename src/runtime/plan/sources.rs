@@ -9,11 +9,11 @@ use crate::codec::{Codec, MAX_BLOCK_SIZE};
 use crate::destinations::texture;
 use crate::pack::{AssetId, AssetKind, BlockId, BlockTransform};
 
-use super::super::request::{Destination, Request};
 use super::super::pack_file::PackFile;
+use super::super::request::{Destination, Request};
 use super::super::shared::RuntimeShared;
-use crate::completion::{BufferProblem, RequestError, SourceProblem};
 use super::{asset_of, classify, BlockData, BlockSrc, Class, Linear, Part, Piece, Place};
+use crate::completion::{BufferProblem, RequestError, SourceProblem};
 
 /// `dest` as a sequence of places for a linear byte stream of `len` bytes,
 /// checked to hold it (a texture is not linear).

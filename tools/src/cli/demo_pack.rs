@@ -1,8 +1,8 @@
 //! `gpustream demo-pack`: build (or reuse) the demo pack.
 
 use super::CliResult;
-use gpustream_tools::demo::{build_demo_pack, ensure_demo_pack, DemoConfig, DEFAULT_PATH};
 use gpustream::Codec;
+use gpustream_tools::demo::{build_demo_pack, ensure_demo_pack, DemoConfig, DEFAULT_PATH};
 use std::path::PathBuf;
 
 /// Arguments of `gpustream demo-pack`.

@@ -46,10 +46,7 @@ pub fn ensure_pack(dir: &Path, mib: u64) -> Result<PathBuf, BoxError> {
     }
     let mut w = PackWriter::create(
         &path,
-        WriterOptions {
-            codec: gpustream::codec::Codec::None,
-            ..WriterOptions::default()
-        },
+        WriterOptions::default().with_codec(gpustream::codec::Codec::None),
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
     // A different xorshift stream per device and blob: nothing repeats, so
@@ -135,10 +132,7 @@ impl Devices {
     /// A runtime without a GPU (the destinations are host memory) with
     /// `io`, and the packs at `paths` open in it.
     pub fn open(paths: &[PathBuf], io: gpustream::io::IoConfig) -> Result<Devices, BoxError> {
-        let runtime = Runtime::without_gpu(RuntimeConfig {
-            io,
-            ..RuntimeConfig::default()
-        })?;
+        let runtime = Runtime::without_gpu(RuntimeConfig::default().with_io(io))?;
         let mut packs = Vec::new();
         for p in paths {
             let pf = runtime
@@ -344,13 +338,7 @@ pub fn sweep(
         indicatif::ProgressBar::new((read_sizes.len() * paths.len()) as u64 * u64::from(passes));
     let mut cells = Vec::new();
     for &size in read_sizes {
-        let devices = Devices::open(
-            &paths,
-            gpustream::io::IoConfig {
-                max_read: size,
-                ..crate::cli::env::io_config()?
-            },
-        )?;
+        let devices = Devices::open(&paths, (crate::cli::env::io_config()?).with_max_read(size))?;
         let mut one = 0.0;
         for k in 1..=paths.len() {
             let which: Vec<usize> = (0..k).collect();

@@ -49,9 +49,7 @@ pub fn gdeflate_decoder() -> Result<(GDeflateDecoderPreference, &'static str), S
 
 /// `RuntimeConfig::default()` with both variables applied.
 pub fn runtime_config() -> Result<RuntimeConfig, String> {
-    Ok(RuntimeConfig {
-        io: io_config()?,
-        gdeflate_decoder: gdeflate_decoder()?.0,
-        ..RuntimeConfig::default()
-    })
+    Ok(RuntimeConfig::default()
+        .with_io(io_config()?)
+        .with_gdeflate_decoder(gdeflate_decoder()?.0))
 }

@@ -2,9 +2,9 @@
 //! files.
 
 use super::CliResult;
-use gpustream_tools::import::{add_file, ImageOptions};
 use gpustream::pack::{PackWriter, TextureFormat, WriterOptions};
 use gpustream::Codec;
+use gpustream_tools::import::{add_file, ImageOptions};
 use std::path::{Path, PathBuf};
 
 /// The LZ4 level `pack` uses unless told: HC level 9, where the ratio
@@ -218,17 +218,15 @@ pub fn run(args: Args) -> CliResult {
     };
     let mut writer = PackWriter::create(
         &whole,
-        WriterOptions {
-            codec: args.codec,
-            level: args.level.unwrap_or(match args.codec {
+        WriterOptions::default()
+            .with_codec(args.codec)
+            .with_level(args.level.unwrap_or(match args.codec {
                 Codec::Lz4 => LZ4_DEFAULT_LEVEL,
                 Codec::GDeflate => GDEFLATE_DEFAULT_LEVEL,
                 _ => 0,
-            }),
-            lz4_sub_block: args.sub_block_kib << 10,
-            condition: !args.no_condition,
-            ..WriterOptions::default()
-        },
+            }))
+            .with_lz4_sub_block(args.sub_block_kib << 10)
+            .with_condition(!args.no_condition),
     )?;
     let bar = indicatif::ProgressBar::new(files.len() as u64);
     bar.set_style(

@@ -226,18 +226,9 @@ pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, 
     let cold_dir = |i: u32| work.join(format!("cold-{i}"));
     // Every pass holds the whole pack: the warm replica must be complete
     // (it also gives the local copy), and a cold pass must not evict.
-    let cfg = RemoteConfig {
-        cache_bytes: u64::MAX,
-        ..cfg
-    };
+    let cfg = cfg.with_cache_bytes(u64::MAX);
     // The warm replica, which also gives the local copy.
-    let warm = RemotePack::open(
-        url,
-        &RemoteConfig {
-            cache_dir: work.join("warm"),
-            ..cfg.clone()
-        },
-    )?;
+    let warm = RemotePack::open(url, &cfg.clone().with_cache_dir(work.join("warm")))?;
     let pack = warm.pack().clone();
     let (ids, textures) = blobs(&pack);
     if ids.is_empty() {
@@ -287,13 +278,7 @@ pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, 
     {
         let dir = work.join("cold-check");
         let _ = std::fs::remove_dir_all(&dir);
-        let cold = RemotePack::open(
-            url,
-            &RemoteConfig {
-                cache_dir: dir.clone(),
-                ..cfg.clone()
-            },
-        )?;
+        let cold = RemotePack::open(url, &cfg.clone().with_cache_dir(dir.clone()))?;
         check("the cold pass", &rt.open_remote_pack(&cold)?)?;
         drop(cold);
         let _ = std::fs::remove_dir_all(&dir);
@@ -317,13 +302,7 @@ pub fn bench(url: &str, cfg: RemoteConfig, passes: u32) -> Result<RemoteReport, 
         timed(0, &mut || get_loop(url, &cfg, &pack, &runs, &dests))?;
         let dir = cold_dir(i);
         let _ = std::fs::remove_dir_all(&dir);
-        let cold = RemotePack::open(
-            url,
-            &RemoteConfig {
-                cache_dir: dir.clone(),
-                ..cfg.clone()
-            },
-        )?;
+        let cold = RemotePack::open(url, &cfg.clone().with_cache_dir(dir.clone()))?;
         let pf = rt.open_remote_pack(&cold)?;
         timed(1, &mut || runtime_pass(&rt, &pf, &ids, &mems))?;
         cold_gets.push(cold.stats().gets as f64);

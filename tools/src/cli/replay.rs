@@ -13,7 +13,7 @@ use gpustream::destinations::HostMemory;
 use gpustream::pack::{AssetId, Pack};
 use gpustream::runtime::trace::{TraceDest, TraceError, TraceReader, TraceRecord, TraceSource};
 use gpustream::runtime::{
-    Destination, PackFile, Priority, Queue, QueueConfig, Request, Runtime, RuntimeConfig, Source,
+    Destination, PackFile, Priority, Queue, QueueConfig, Request, Runtime, Source,
 };
 
 use super::CliResult;
@@ -360,15 +360,11 @@ pub fn replay(args: ReplayArgs) -> CliResult {
         Some(c) => Runtime::new(
             &c.device,
             &c.queue,
-            RuntimeConfig {
-                staging_size: args.staging << 20,
-                ..crate::cli::env::runtime_config()?
-            },
+            (crate::cli::env::runtime_config()?).with_staging_size(args.staging << 20),
         )?,
-        None => Runtime::without_gpu(RuntimeConfig {
-            staging_size: args.staging << 20,
-            ..crate::cli::env::runtime_config()?
-        })?,
+        None => Runtime::without_gpu(
+            (crate::cli::env::runtime_config()?).with_staging_size(args.staging << 20),
+        )?,
     };
     // check() has validated every record; what can still fail here is
     // what depends on the device (buffer limits, texture formats) and the
@@ -400,11 +396,9 @@ pub fn replay(args: ReplayArgs) -> CliResult {
                 capacity,
             } => queue_for(
                 *id,
-                QueueConfig {
-                    capacity: *capacity,
-                    priority: *priority,
-                    ..Default::default()
-                },
+                QueueConfig::default()
+                    .with_capacity(*capacity)
+                    .with_priority(*priority),
             ),
             TraceRecord::Request {
                 queue,
@@ -417,10 +411,7 @@ pub fn replay(args: ReplayArgs) -> CliResult {
             } => {
                 queue_for(
                     *queue,
-                    QueueConfig {
-                        priority: Priority::Normal,
-                        ..Default::default()
-                    },
+                    QueueConfig::default().with_priority(Priority::Normal),
                 );
                 // Memory sources carry no data in the trace: skipped.
                 let (Some(pid), Some(name)) = (pack, asset) else {

@@ -3,9 +3,9 @@
 //! `.dds`. The texel data is exactly what the pack holds.
 
 use super::CliResult;
+use gpustream::pack::{AssetKind, Pack};
 use gpustream_tools::dds::write_dds;
 use gpustream_tools::ktx2::write_ktx2;
-use gpustream::pack::{AssetKind, Pack};
 use std::path::PathBuf;
 
 /// Arguments of `gpustream unpack`.

@@ -5,7 +5,7 @@
 
 use super::GpuContext;
 use gpustream::decode::gpu::{BlockPass, GDeflateDecodePipeline, Lz4DecodePipeline, PassBindings};
-use gpustream::decode::{GDeflateStatus, BlockDesc, Lz4Status};
+use gpustream::decode::{BlockDesc, GDeflateStatus, Lz4Status};
 use wgpu::util::DeviceExt;
 
 /// Decodes `blocks` (compressed bytes, uncompressed size) on the GPU of
@@ -186,7 +186,8 @@ pub fn decode_pages(
         let mut input = Vec::new();
         let mut descs = Vec::with_capacity(batch.len());
         for (i, &(src, size)) in batch.iter().enumerate() {
-            let fits = size <= gpustream::MAX_BLOCK_SIZE && src.len() <= gpustream::MAX_BLOCK_SIZE * 2;
+            let fits =
+                size <= gpustream::MAX_BLOCK_SIZE && src.len() <= gpustream::MAX_BLOCK_SIZE * 2;
             let (src_size, dst_size) = match fits {
                 true => (src.len() as u32, size as u32),
                 // Left to the shader to flag.
@@ -276,4 +277,3 @@ fn upload(device: &wgpu::Device, descs: &[BlockDesc]) -> wgpu::Buffer {
         usage: wgpu::BufferUsages::STORAGE,
     })
 }
-

@@ -67,12 +67,12 @@ pub(crate) fn start_runtime(
             return;
         }
     };
-    let queue = runtime.create_queue(QueueConfig {
-        capacity: (streamer.settings.max_requests_per_frame * 8).clamp(128, 8192),
-        priority: Priority::High,
-        name: Some("bevy textures".into()),
-        ..QueueConfig::default()
-    });
+    let queue = runtime.create_queue(
+        QueueConfig::default()
+            .with_capacity((streamer.settings.max_requests_per_frame * 8).clamp(128, 8192))
+            .with_priority(Priority::High)
+            .with_name(Some("bevy textures".into())),
+    );
     streamer.gpu = Some(Gpu { queue, runtime });
     streamer.open_pack_files();
 }

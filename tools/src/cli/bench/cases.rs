@@ -79,13 +79,11 @@ pub(super) fn variant(
     let tmp = out.with_extension(format!("gspk.partial.{}", std::process::id()));
     let mut w = PackWriter::create(
         &tmp,
-        WriterOptions {
-            codec,
-            level,
-            lz4_sub_block: sub_block,
-            condition: hc,
-            ..Default::default()
-        },
+        WriterOptions::default()
+            .with_codec(codec)
+            .with_level(level)
+            .with_lz4_sub_block(sub_block)
+            .with_condition(hc),
     )?;
     for (i, a) in pack.assets().iter().enumerate() {
         let id = AssetId(i as u32);

@@ -22,10 +22,10 @@ use std::time::Instant;
 use gpustream::codec::Codec;
 use gpustream::completion::Fence;
 use gpustream::decode::gpu::Lz4DecodePath;
-use gpustream_tools::gpu::GpuContext;
 use gpustream::io::OpenMode;
 use gpustream::pack::Pack;
 use gpustream::runtime::{QueueConfig, RequestError, Runtime, RuntimeConfig};
+use gpustream_tools::gpu::GpuContext;
 
 use report::{BenchReport, BenchRow, Overlap};
 
@@ -544,33 +544,32 @@ fn measure<'a>(
     base: impl FnOnce(bool) -> Result<Box<dyn BaselineRun + 'a>, BoxError>,
 ) -> Result<(BenchRow, Baseline, RunInfo), BoxError> {
     let iters = plan.iters;
-    let cfg = RuntimeConfig {
-        staging_size: mib << 20,
-        gpu_decompression: case.starts_with("gpu-"),
-        lz4_decode_path: plan.lz4_path,
-        verify_gpu_checksums: plan.verify,
-        cpu_threads: plan.threads,
-        open_mode: if plan.buffered {
+    let cfg = RuntimeConfig::default()
+        .with_staging_size(mib << 20)
+        .with_gpu_decompression(case.starts_with("gpu-"))
+        .with_lz4_decode_path(plan.lz4_path)
+        .with_verify_gpu_checksums(plan.verify)
+        .with_cpu_threads(plan.threads)
+        .with_open_mode(if plan.buffered {
             OpenMode::Buffered
         } else {
             OpenMode::Auto
-        },
-        io: crate::cli::env::io_config()?,
-        gdeflate_decoder: crate::cli::env::gdeflate_decoder()?.0,
-        map_cached_files: plan.map,
+        })
+        .with_io(crate::cli::env::io_config()?)
+        .with_gdeflate_decoder(crate::cli::env::gdeflate_decoder()?.0)
+        .with_map_cached_files(plan.map)
         // The noop backend stands in for a discrete GPU: it takes the
         // branches one takes (staging the CPU only writes, GPU layout).
-        assume_discrete_gpu: plan.noop,
-        gpu_batch_size: plan
-            .batch
-            .unwrap_or(RuntimeConfig::default().gpu_batch_size),
-        trace: plan.trace.as_ref().map(|t| {
+        .with_assume_discrete_gpu(plan.noop)
+        .with_gpu_batch_size(
+            plan.batch
+                .unwrap_or(RuntimeConfig::default().gpu_batch_size),
+        )
+        .with_trace(plan.trace.as_ref().map(|t| {
             let mut p = t.clone().into_os_string();
             p.push(format!(".{case}.{mib}MiB"));
             PathBuf::from(p)
-        }),
-        ..Default::default()
-    };
+        }));
     let ctx = plan.ctx.as_ref();
     let rt = match ctx {
         Some(c) => Runtime::new(&c.device, &c.queue, cfg)?,
@@ -595,10 +594,7 @@ fn measure<'a>(
         sets.push(cases::build_targets(&pf, ctx, limit));
     }
     let delivered = sets[0].delivered;
-    let q = rt.create_queue(QueueConfig {
-        capacity: QUEUE_CAPACITY,
-        ..Default::default()
-    });
+    let q = rt.create_queue(QueueConfig::default().with_capacity(QUEUE_CAPACITY));
     let fence = Fence::new();
     let mut value = 0u64;
     let mut times = Vec::new();

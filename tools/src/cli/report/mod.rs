@@ -6,8 +6,8 @@
 pub mod json;
 pub mod plot;
 
-pub use plot::{LinePlot, Series};
 pub use gpustream_tools::table::Table;
+pub use plot::{LinePlot, Series};
 
 /// Why a report could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -185,10 +185,7 @@ pub fn run(args: Args) -> CliResult {
         "threads" => BackendKind::Threads,
         b => return Err(format!("unknown backend {b:?} (auto, io_uring, threads)").into()),
     };
-    let probe = IoEngine::new(IoConfig {
-        backend,
-        ..IoConfig::default()
-    })?;
+    let probe = IoEngine::new(IoConfig::default().with_backend(backend))?;
     let file = probe.open(&path, OpenMode::Direct)?;
     if !file.is_direct() {
         println!(
@@ -382,12 +379,12 @@ fn measure_engine(
     qd: usize,
     budget: Duration,
 ) -> Result<Cell, gpustream::io::IoError> {
-    let engine = IoEngine::new(IoConfig {
-        backend,
-        queue_depth: qd,
-        sort_by_position: false,
-        ..IoConfig::default()
-    })?;
+    let engine = IoEngine::new(
+        IoConfig::default()
+            .with_backend(backend)
+            .with_queue_depth(qd)
+            .with_sort_by_position(false),
+    )?;
     let method = engine.backend_name().to_string();
     // Twice the queue depth in buffers: the engine keeps `qd` reads at the
     // device and the rest queued, so the device is refilled by the worker
