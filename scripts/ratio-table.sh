@@ -11,6 +11,23 @@
 #
 # Needs a release build (`cargo build --release`); packs go to a temporary
 # directory that is removed at the end.
+#
+# The game-texture sets of docs/results.md (BC1, BC3 and BC7; about 2 GB of
+# Debian downloads, warzone2100-data from trixie with a private apt state):
+#     apt-get download cube2-data=1.3-1 flightgear-data-base=1:2020.3.16+dfsg-1
+#     T=$PWD/apt-trixie; mkdir -p $T/lists/partial $T/cache/archives/partial; touch $T/status
+#     echo 'deb http://deb.debian.org/debian trixie main' > $T/sources.list
+#     A="-o Dir::Etc::SourceList=$T/sources.list -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Lists=$T/lists -o Dir::Cache=$T/cache -o Dir::State::Status=$T/status"
+#     apt-get $A update && apt-get $A download warzone2100-data=4.5.5deb-1
+#     dpkg -x cube2-data_1.3-1_all.deb x/cube2; dpkg -x flightgear-data-base_*_all.deb x/fg
+#     dpkg -x warzone2100-data_4.5.5deb-1_all.deb x/wz
+#     unzip -q x/wz/usr/share/games/warzone2100/base.wz '*.ktx2' -d x/wz-base
+# then into gamedata/bc1, bc3 and ktx2: every DDS of cube2-data and
+# flightgear-data-base whose FourCC is DXT1 (or, from cube2-data, DXT5 with
+# the long side at least 512, leaving out the gk/dds/*_128/_256/_512.dds
+# copies of the 1024 files), with a full mip chain and both sides at least
+# 256 and multiples of 4; every KTX2 of base.wz at least 256 a side;
+# byte-identical duplicates dropped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=target/release/gpustream

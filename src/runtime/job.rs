@@ -12,8 +12,7 @@ use crate::destinations::HostClaim;
 use crate::io::Priority;
 
 use super::part::Part;
-use super::plan::describe_source;
-use super::request::{Destination, Source};
+use super::request::{describe_source, Destination, Source};
 use super::stats::QueueStats;
 
 /// What the submission thread needs of the queue a job came from.

@@ -11,7 +11,6 @@ use crate::destinations::texture::RegionLayout;
 use crate::pack::{BlockId, BlockTransform};
 
 use super::pack_file::PackFile;
-use super::shared::RuntimeShared;
 
 /// Where a block's stored bytes are.
 #[derive(Clone)]
@@ -160,9 +159,10 @@ pub(crate) const ALIGN_SLACK: u64 = 8192;
 
 impl Part {
     /// A part of a request not yet given its job (`job` 0), laid out by a
-    /// CPU thread where the runtime does not copy stored bytes on the GPU.
+    /// CPU thread where the runtime does not copy stored bytes on the GPU
+    /// (`stored_on_gpu` false).
     pub fn new(
-        rt: &RuntimeShared,
+        stored_on_gpu: bool,
         block: BlockSrc,
         take: Range<u32>,
         place: Place,
@@ -173,7 +173,7 @@ impl Part {
             block,
             take,
             place,
-            pitched: class == Class::Cpu && !rt.stored_on_gpu,
+            pitched: class == Class::Cpu && !stored_on_gpu,
             class,
         }
     }

@@ -101,7 +101,7 @@ pub enum TraceRecord {
         /// Its id within the trace.
         id: u32,
         /// Its priority.
-        priority: super::Priority,
+        priority: crate::io::Priority,
         /// Its capacity.
         capacity: usize,
     },
@@ -211,7 +211,7 @@ impl TraceWriter {
         let _ = guard.0.write_all(b"\n");
     }
 
-    pub(crate) fn queue(&self, id: u32, priority: super::Priority, capacity: usize) {
+    pub(crate) fn queue(&self, id: u32, priority: crate::io::Priority, capacity: usize) {
         let mut g = self.out.lock().unwrap_or_else(|e| e.into_inner());
         self.write(
             &mut g,

@@ -45,20 +45,24 @@ pub enum Lz4DecodePath {
     /// v2 without subgroups: the same loop and barrier rule, headers read
     /// from the input binding; 32-lane workgroups.
     PortableV2,
+    #[cfg(feature = "lz4-experiments")]
     /// [`Self::SubgroupV2`] with 16-byte stores: a pass of more than `WG`
     /// words, linear or in rows of whole 16-byte units (BCn tiles), writes
     /// its 16-byte-aligned units with one vec4 store per
     /// lane (the output is bound as `array<vec4<u32>>`, so its size must be
     /// a multiple of 16). Same shader source, `override WIDE = true`.
     SubgroupV2Wide,
+    #[cfg(feature = "lz4-experiments")]
     /// [`Self::PortableV2`] with the 16-byte stores of [`Self::SubgroupV2Wide`].
     PortableV2Wide,
+    #[cfg(feature = "lz4-experiments")]
     /// [`Self::SubgroupV2`] with two blocks per workgroup, one per subgroup
     /// (`lz4_decode_v2_pair`): twice the warps a GPU keeps resident where
     /// it caps the workgroups per multiprocessor (Hopper: 32), for one
     /// workgroup barrier per sequence, where the two blocks agree on the
     /// storage barrier.
     SubgroupV2Pair,
+    #[cfg(feature = "lz4-experiments")]
     /// [`Self::PortableV2`] with two blocks per workgroup, one per 32-lane
     /// row, as [`Self::SubgroupV2Pair`].
     PortableV2Pair,
@@ -67,6 +71,7 @@ pub enum Lz4DecodePath {
 impl Lz4DecodePath {
     /// Every variant, v2 first (word stores, then 16-byte stores, then two
     /// blocks per workgroup).
+    #[cfg(feature = "lz4-experiments")]
     pub const ALL: [Lz4DecodePath; 8] = [
         Lz4DecodePath::SubgroupV2,
         Lz4DecodePath::PortableV2,
@@ -78,6 +83,15 @@ impl Lz4DecodePath {
         Lz4DecodePath::Portable,
     ];
 
+    /// Every variant, v2 first.
+    #[cfg(not(feature = "lz4-experiments"))]
+    pub const ALL: [Lz4DecodePath; 4] = [
+        Lz4DecodePath::SubgroupV2,
+        Lz4DecodePath::PortableV2,
+        Lz4DecodePath::Subgroup,
+        Lz4DecodePath::Portable,
+    ];
+
     /// A short name (benches, JSON, `GPUSTREAM_BENCH_PATH`).
     pub fn name(self) -> &'static str {
         match self {
@@ -85,9 +99,13 @@ impl Lz4DecodePath {
             Lz4DecodePath::Portable => "portable",
             Lz4DecodePath::SubgroupV2 => "subgroup-v2",
             Lz4DecodePath::PortableV2 => "portable-v2",
+            #[cfg(feature = "lz4-experiments")]
             Lz4DecodePath::SubgroupV2Wide => "subgroup-v2-wide",
+            #[cfg(feature = "lz4-experiments")]
             Lz4DecodePath::PortableV2Wide => "portable-v2-wide",
+            #[cfg(feature = "lz4-experiments")]
             Lz4DecodePath::SubgroupV2Pair => "subgroup-v2-pair",
+            #[cfg(feature = "lz4-experiments")]
             Lz4DecodePath::PortableV2Pair => "portable-v2-pair",
         }
     }
@@ -99,35 +117,30 @@ impl Lz4DecodePath {
 
     /// Whether the variant needs `wgpu::Features::SUBGROUP`.
     pub fn needs_subgroups(self) -> bool {
-        matches!(
-            self,
-            Lz4DecodePath::Subgroup
-                | Lz4DecodePath::SubgroupV2
-                | Lz4DecodePath::SubgroupV2Wide
-                | Lz4DecodePath::SubgroupV2Pair
-        )
+        match self {
+            Lz4DecodePath::Subgroup | Lz4DecodePath::SubgroupV2 => true,
+            #[cfg(feature = "lz4-experiments")]
+            Lz4DecodePath::SubgroupV2Wide | Lz4DecodePath::SubgroupV2Pair => true,
+            _ => false,
+        }
     }
 
     /// Whether the variant runs v2 (its parse, barrier rule and passes;
     /// one block per workgroup or, [`Self::is_pair`], two).
     pub fn is_v2(self) -> bool {
-        matches!(
-            self,
-            Lz4DecodePath::SubgroupV2
-                | Lz4DecodePath::PortableV2
-                | Lz4DecodePath::SubgroupV2Wide
-                | Lz4DecodePath::PortableV2Wide
-                | Lz4DecodePath::SubgroupV2Pair
-                | Lz4DecodePath::PortableV2Pair
-        )
+        !matches!(self, Lz4DecodePath::Subgroup | Lz4DecodePath::Portable)
     }
 
     /// Whether a workgroup decodes two blocks (`lz4_decode_v2_pair`).
     pub fn is_pair(self) -> bool {
-        matches!(
+        #[cfg(feature = "lz4-experiments")]
+        let pair = matches!(
             self,
             Lz4DecodePath::SubgroupV2Pair | Lz4DecodePath::PortableV2Pair
-        )
+        );
+        #[cfg(not(feature = "lz4-experiments"))]
+        let pair = false;
+        pair
     }
 
     /// Blocks one workgroup decodes.
@@ -145,10 +158,14 @@ impl Lz4DecodePath {
     /// (`PassError::OutputNotWholeUnits`); the others bind it as
     /// words and store one word per lane, as v2 did before the wide stores.
     pub fn is_wide(self) -> bool {
-        matches!(
+        #[cfg(feature = "lz4-experiments")]
+        let wide = matches!(
             self,
             Lz4DecodePath::SubgroupV2Wide | Lz4DecodePath::PortableV2Wide
-        )
+        );
+        #[cfg(not(feature = "lz4-experiments"))]
+        let wide = false;
+        wide
     }
 
     fn entry_point(self) -> &'static str {
@@ -270,7 +287,8 @@ impl Lz4DecodePipeline {
             return Err(Lz4PipelineError::SubgroupsUnsupported);
         }
         let info = device.adapter_info();
-        if path == Lz4DecodePath::SubgroupV2Pair
+        if path.is_pair()
+            && path.needs_subgroups()
             && (info.subgroup_min_size != info.subgroup_max_size || info.subgroup_max_size > 64)
         {
             return Err(Lz4PipelineError::SubgroupSizeNotFixed {

@@ -20,53 +20,6 @@ pub(crate) struct Plan {
     pub stored: u64,
 }
 
-/// A source in words and the file it reads, for error records. Made only
-/// when a request fails: formatting it for every request cost the
-/// enqueueing thread more than planning the request did.
-pub(crate) fn describe_source(source: &Source) -> (String, Option<std::path::PathBuf>) {
-    let asset_name = |pack: &PackFile, id: AssetId| match pack.pack.get_asset(id) {
-        Some(a) => a.name.clone(),
-        None => format!("#{}", id.0),
-    };
-    match source {
-        Source::Blob { pack, asset, range } => {
-            let r = range
-                .clone()
-                .unwrap_or(0..pack.pack.get_asset(*asset).map_or(0, |a| a.size));
-            let name = asset_name(pack, *asset);
-            (
-                format!("{} asset '{name}' bytes {r:?}", pack.path().display()),
-                Some(pack.path().to_path_buf()),
-            )
-        }
-        Source::Tile {
-            pack,
-            asset,
-            mip,
-            x,
-            y,
-        } => {
-            let name = asset_name(pack, *asset);
-            (
-                format!(
-                    "{} asset '{name}' mip {mip} tile ({x},{y})",
-                    pack.path().display()
-                ),
-                Some(pack.path().to_path_buf()),
-            )
-        }
-        Source::PackedMips { pack, asset } => {
-            let name = asset_name(pack, *asset);
-            (
-                format!("{} asset '{name}' packed mips", pack.path().display()),
-                Some(pack.path().to_path_buf()),
-            )
-        }
-        Source::Memory { data, codec, .. } => {
-            (format!("memory ({} bytes, {codec})", data.len()), None)
-        }
-    }
-}
 
 fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) -> Class {
     let gpu_dest = matches!(place, Place::Buffer { .. } | Place::Texture { .. });

@@ -110,7 +110,7 @@ pub(super) fn blob(
         let block = BlockSrc::in_pack(pack, id);
         let whole = lo == 0 && hi == b.size as u64;
         let class = classify(rt, &block, &place, whole);
-        parts.push(Part::new(rt, block, lo as u32..hi as u32, place, class));
+        parts.push(Part::new(rt.stored_on_gpu, block, lo as u32..hi as u32, place, class));
     }
     Ok(r.end - r.start)
 }
@@ -173,7 +173,7 @@ pub(super) fn tile(
     };
     let block = BlockSrc::in_pack(pack, id);
     let class = classify(rt, &block, &place, true);
-    parts.push(Part::new(rt, block, 0..b.size, place, class));
+    parts.push(Part::new(rt.stored_on_gpu, block, 0..b.size, place, class));
     Ok(b.size as u64)
 }
 
@@ -294,7 +294,7 @@ pub(super) fn packed_mips(
                 };
                 let take = 0..block.size;
                 parts.push(Part::new(
-                    rt,
+                    rt.stored_on_gpu,
                     block,
                     take,
                     Place::Pieces(pieces.into()),
@@ -310,7 +310,7 @@ pub(super) fn packed_mips(
                 let place = to.place(at);
                 let class = classify(rt, &block, &place, true);
                 let take = 0..block.size;
-                parts.push(Part::new(rt, block, take, place, class));
+                parts.push(Part::new(rt.stored_on_gpu, block, take, place, class));
             }
         }
     }
@@ -375,7 +375,7 @@ pub(super) fn memory(
     };
     let class = classify(rt, &block, &place, true);
     if size > 0 {
-        parts.push(Part::new(rt, block, 0..size, place, class));
+        parts.push(Part::new(rt.stored_on_gpu, block, 0..size, place, class));
     }
     Ok(size as u64)
 }

@@ -22,8 +22,8 @@ pub fn enabled_extension(_device: &wgpu::Device) -> Option<DriverExtension> {
 pub fn request_device(
     adapter: &wgpu::Adapter,
     desc: &wgpu::DeviceDescriptor<'_>,
-) -> Result<(wgpu::Device, wgpu::Queue), wgpu::RequestDeviceError> {
-    pollster::block_on(adapter.request_device(desc))
+) -> Result<(wgpu::Device, wgpu::Queue), super::DeviceOpenError> {
+    Ok(pollster::block_on(adapter.request_device(desc))?)
 }
 
 /// Never built here (the uninhabited field: no value can exist). Its

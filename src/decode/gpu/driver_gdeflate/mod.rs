@@ -39,8 +39,8 @@ use std::fmt;
 mod vulkan;
 #[cfg(target_os = "linux")]
 pub use vulkan::{
-    enabled_extension, offered_extension, offered_for_device, request_device, DeviceOpenError,
-    DriverBuffer, DriverGDeflate,
+    enabled_extension, offered_extension, offered_for_device, request_device, DriverBuffer,
+    DriverGDeflate,
 };
 
 #[cfg(not(target_os = "linux"))]
@@ -50,6 +50,24 @@ pub use elsewhere::{
     enabled_extension, offered_extension, offered_for_device, request_device, DriverBuffer,
     DriverGDeflate,
 };
+
+/// Why [`request_device`] could not open a device. The driver variant
+/// arises only where the driver decoder exists (Vulkan on Linux).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceOpenError {
+    /// wgpu refused the descriptor.
+    #[error("wgpu refused the device: {0}")]
+    Wgpu(#[from] wgpu::RequestDeviceError),
+    /// The Vulkan driver refused a device with the extension enabled.
+    #[error("the Vulkan driver refused a device with {extension} enabled: {error}")]
+    Vulkan {
+        /// The extension asked for.
+        extension: &'static str,
+        /// The driver's answer.
+        error: String,
+    },
+}
 
 /// The Vulkan extensions through which a driver decodes GDeflate pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,6 +9,7 @@
 //! source) is visible to the decoder, and whatever comes after (the copies
 //! out of the destination) sees its writes.
 
+use super::DeviceOpenError;
 use super::{validate_regions, DriverExtension, DriverRecordError, DriverRegion};
 use ash::vk;
 use std::ffi::{c_void, CStr};
@@ -151,23 +152,6 @@ pub fn enabled_extension(device: &wgpu::Device) -> Option<DriverExtension> {
     DriverExtension::ALL
         .into_iter()
         .find(|&e| enabled.contains(&cname(e)))
-}
-
-/// Why [`request_device`] could not open a device.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DeviceOpenError {
-    /// wgpu refused the descriptor.
-    #[error("wgpu refused the device: {0}")]
-    Wgpu(#[from] wgpu::RequestDeviceError),
-    /// The Vulkan driver refused a device with the extension enabled.
-    #[error("the Vulkan driver refused a device with {extension} enabled: {error}")]
-    Vulkan {
-        /// The extension asked for.
-        extension: &'static str,
-        /// The driver's answer.
-        error: String,
-    },
 }
 
 /// Opens a device on `adapter` as `adapter.request_device(desc)` would,
