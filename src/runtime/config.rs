@@ -35,7 +35,7 @@ pub struct RuntimeConfig {
     /// `VK_EXT/NV_memory_decompression`, else WGSL; the environment
     /// variable `GPUSTREAM_GDEFLATE_DECODER` (`wgsl`, `driver`) overrides
     /// this.
-    /// [`Runtime::gdeflate_decoder`] says which runs and why.
+    /// [`Runtime::gdeflate_decoder`](super::Runtime::gdeflate_decoder) says which runs and why.
     pub gdeflate_decoder: crate::decode::gpu::GDeflateDecoderPreference,
     /// Check the crc32c of blocks the GPU reads from the pack (default
     /// true), in a GPU pass over the bytes the decode pass reads anyway.
@@ -117,7 +117,7 @@ pub struct RuntimeConfig {
     /// land in it by DMA and the GPU pulls it by DMA, where wgpu's own
     /// mappable buffers are, on a GPU with a large BAR, write-combined
     /// device memory the CPU writes slowly and O_DIRECT cannot target.
-    /// [`Runtime::staging_memory`] says which the runtime got, and why.
+    /// [`Runtime::staging_memory`](super::Runtime::staging_memory) says which the runtime got, and why.
     pub import_staging_memory: bool,
 }
 

@@ -20,7 +20,6 @@ pub(crate) struct Plan {
     pub stored: u64,
 }
 
-
 fn classify(rt: &RuntimeShared, block: &BlockSrc, place: &Place, whole: bool) -> Class {
     let gpu_dest = matches!(place, Place::Buffer { .. } | Place::Texture { .. });
     if !gpu_dest || !whole {

@@ -110,7 +110,13 @@ pub(super) fn blob(
         let block = BlockSrc::in_pack(pack, id);
         let whole = lo == 0 && hi == b.size as u64;
         let class = classify(rt, &block, &place, whole);
-        parts.push(Part::new(rt.stored_on_gpu, block, lo as u32..hi as u32, place, class));
+        parts.push(Part::new(
+            rt.stored_on_gpu,
+            block,
+            lo as u32..hi as u32,
+            place,
+            class,
+        ));
     }
     Ok(r.end - r.start)
 }

@@ -44,7 +44,7 @@ pub struct Rgba8Image {
     pub pixels: Vec<u8>,
 }
 
-/// A texture ready for [`PackWriter::add_texture`](gpustream::pack::writer::PackWriter::add_texture): format, size and mips.
+/// A texture ready for [`PackWriter::add_texture`](gpustream::pack::PackWriter::add_texture): format, size and mips.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EncodedTexture {
     /// The texel format.
