@@ -13,8 +13,7 @@
 //! `gpustream-secret`.
 
 #[cfg(target_os = "linux")]
-#[path = "../tests/common/s3.rs"]
-mod s3;
+use gpustream_tools::s3;
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -48,7 +47,7 @@ fn main() {
             eprintln!("{file}: {e}");
             std::process::exit(1)
         });
-        s3::put_object(&server.endpoint(), bucket, key, bytes);
+        s3::put_object(&server.endpoint(), bucket, key, bytes).expect("upload to the S3 server");
         println!("uploaded {file} as s3://{bucket}/{key}");
     }
     println!(

@@ -18,5 +18,7 @@ pub mod demo;
 pub mod gpu;
 pub mod import;
 pub mod ktx2;
+#[cfg(target_os = "linux")]
+pub mod s3;
 pub mod table;
 pub mod testing;

@@ -1,6 +1,6 @@
 //! A real S3 server (`s3s-fs`, S3 over a local directory) on loopback, in
-//! its own tokio runtime: for the remote pack tests and the `s3_server`
-//! example. Dropping it stops the server at once, connections and all, as
+//! its own tokio runtime: for `gpustream soak`, the remote pack tests and
+//! the `s3_server` example. Dropping it stops the server at once, connections and all, as
 //! a crash would; starting one on the same port and directory restarts it.
 
 use std::net::SocketAddr;
@@ -71,7 +71,12 @@ impl Drop for S3Server {
 /// Uploads `bytes` as `bucket/key` through the server (so it records the
 /// object's entity tag, as a real store does, instead of hashing the whole
 /// file on every request).
-pub fn put_object(endpoint: &str, bucket: &str, key: &str, bytes: Vec<u8>) {
+pub fn put_object(
+    endpoint: &str,
+    bucket: &str,
+    key: &str,
+    bytes: Vec<u8>,
+) -> Result<(), object_store::Error> {
     use object_store::aws::AmazonS3Builder;
     use object_store::{ObjectStore, PutPayload};
     let store = AmazonS3Builder::new()
@@ -81,16 +86,18 @@ pub fn put_object(endpoint: &str, bucket: &str, key: &str, bytes: Vec<u8>) {
         .with_region("us-east-1")
         .with_access_key_id(ACCESS_KEY.0)
         .with_secret_access_key(ACCESS_KEY.1)
-        .build()
-        .expect("an S3 client for the test server");
+        .build()?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("a runtime for the upload");
+        .map_err(|e| object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(e),
+        })?;
     rt.block_on(store.put_opts(
         &object_store::path::Path::from(key),
         PutPayload::from(bytes),
         Default::default(),
-    ))
-    .expect("upload to the test server");
+    ))?;
+    Ok(())
 }
