@@ -79,7 +79,8 @@ impl World {
             "packs",
             "level.gspk",
             std::fs::read(&pack).unwrap(),
-        ).expect("upload to the S3 server");
+        )
+        .expect("upload to the S3 server");
         World {
             port: server.addr.port(),
             server: Some(server),
@@ -331,7 +332,8 @@ fn bad_urls_objects_and_caches_are_typed_errors_at_open() {
         "packs",
         "notes.txt",
         b"not a pack, but long enough to hold a header's worth of bytes....".to_vec(),
-    ).expect("upload to the S3 server");
+    )
+    .expect("upload to the S3 server");
     assert!(matches!(
         RemotePack::open("s3://packs/notes.txt", &cfg),
         Err(RemoteError::Pack { .. })
@@ -405,7 +407,8 @@ fn an_object_replaced_under_its_cache_is_never_read_as_the_old_one() {
             "packs",
             "level.gspk",
             vec![0x33; 4 << 20],
-        ).expect("upload to the S3 server");
+        )
+        .expect("upload to the S3 server");
         let got = stream(&rt, &remote, &w, 4..8);
         assert!(
             got.iter()
@@ -426,7 +429,8 @@ fn an_object_replaced_under_its_cache_is_never_read_as_the_old_one() {
         "packs",
         "level.gspk",
         std::fs::read(&other).unwrap(),
-    ).expect("upload to the S3 server");
+    )
+    .expect("upload to the S3 server");
     let remote = RemotePack::open(URL, &w.config()).unwrap();
     let rt = runtime();
     let all = 0..w.blobs.len();

@@ -191,6 +191,12 @@ impl PackWriter {
         })
     }
 
+    /// Sets the options for the assets added from now on: one pack may mix
+    /// codecs, levels and sub-block sizes (blobs in GDeflate, tiles in LZ4).
+    pub fn set_options(&mut self, opts: WriterOptions) {
+        self.opts = opts;
+    }
+
     /// Bytes of uncompressed data added so far.
     pub fn uncompressed_len(&self) -> u64 {
         self.uncompressed

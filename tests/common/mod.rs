@@ -6,6 +6,7 @@
 
 pub mod lz4_batch;
 #[cfg(target_os = "linux")]
+#[allow(unused_imports)]
 pub use gpustream_tools::s3;
 
 #[allow(unused_imports)]

@@ -32,6 +32,10 @@ enum Command {
     Unpack(cli::unpack::Args),
     /// Build (or reuse) the demo pack from the images in assets/.
     DemoPack(cli::demo_pack::Args),
+    /// Run the runtime under load with faults injected, and check that
+    /// nothing is lost.
+    #[cfg(target_os = "linux")]
+    Soak(cli::soak::Args),
     /// Measure the disk like the Xbox article (read size x queue depth x
     /// pattern), compare with fio, or read a directory in physical order.
     Sweep(cli::sweep::Args),
@@ -57,6 +61,8 @@ fn main() {
         Command::Unpack(args) => cli::unpack::run(args),
         Command::DemoPack(args) => cli::demo_pack::run(args),
         Command::Sweep(args) => cli::sweep::run(args),
+        #[cfg(target_os = "linux")]
+        Command::Soak(args) => cli::soak::run(args),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

@@ -12,6 +12,8 @@ pub mod pack;
 pub mod remote;
 pub mod replay;
 pub mod report;
+#[cfg(target_os = "linux")]
+pub mod soak;
 pub mod sweep;
 pub mod unpack;
 pub mod verify;
