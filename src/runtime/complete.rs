@@ -77,6 +77,9 @@ pub(crate) struct GpuStatus {
     pub stride: usize,
     /// wgpu's noop backend: passes do not run.
     pub noop: bool,
+    /// The device, asked whether it is lost before status words are
+    /// believed.
+    pub device: wgpu::Device,
 }
 
 /// How the stage is set up.
@@ -327,6 +330,17 @@ impl Stage {
         };
         let readback = gpu.readback[r].clone();
         let (stride, noop) = (gpu.stride, gpu.noop);
+        // A device lost before its status words were read may not have run
+        // the batch (or the copies after it), and what the readback holds
+        // is not its verdict: every part of it fails as lost, as the
+        // batches still in flight do.
+        if super::gpu_batch::probe_lost(&gpu.device) {
+            let why = "the device was lost (destroyed, or reset by the driver)".to_string();
+            readback.unmap();
+            self.fail_batch(b, &why);
+            let _ = self.back.send(FromCompletion::BatchFree(r));
+            return;
+        }
         if let Some(first) = b.entries.first() {
             if let Some(j) = self.get_mut(first.part.job) {
                 let ns = b.submitted.elapsed().as_nanos() as u64;

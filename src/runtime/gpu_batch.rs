@@ -373,6 +373,7 @@ impl GpuBatcher {
             readback: self.res.iter().map(|r| r.readback.clone()).collect(),
             stride: self.caps.blocks as usize,
             noop: self.noop,
+            device: self.device.clone(),
         }
     }
 

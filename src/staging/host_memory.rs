@@ -18,6 +18,7 @@
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use ash::vk;
 use wgpu::hal::api::Vulkan;
@@ -32,6 +33,13 @@ pub(crate) struct ImportedChunk {
     pub ptr: NonNull<u8>,
     /// Whether the memory type Vulkan imported it as is host-cached.
     pub cached: bool,
+    /// The mapping `ptr` points into, shared with wgpu's drop callback:
+    /// whichever goes last unmaps it. wgpu destroys every buffer of a lost
+    /// device at once (a destroyed device, a driver reset), while reads
+    /// and decode threads may still be writing the slots they were handed;
+    /// the ring keeps this until its chunks go, so those writes land in
+    /// memory that is still ours.
+    pub mapping: Arc<dyn Send + Sync>,
 }
 
 /// Whether `device` was opened with [`EXTENSION`] enabled (Vulkan only).
@@ -115,7 +123,7 @@ pub(crate) fn import(
         )
     };
     let len = size.next_multiple_of(align);
-    let anon = Anon::new(len as usize)?;
+    let anon = Arc::new(Anon::new(len as usize)?);
     let ext = ash::ext::external_memory_host::Device::new(instance, &raw);
     let handle = vk::ExternalMemoryHandleTypeFlags::HOST_ALLOCATION_EXT;
     let mut host_props = vk::MemoryHostPointerPropertiesEXT::default();
@@ -176,13 +184,14 @@ pub(crate) fn import(
         }
     };
     let ptr = anon.ptr;
+    let mapping: Arc<dyn Send + Sync> = anon.clone();
     let free = {
         let raw = raw.clone();
         move || {
             // SAFETY: wgpu calls this once, when its buffer is dropped and
             // the GPU no longer uses it; the VkDevice outlives every buffer
-            // of its own. The mapping goes last, after the memory that
-            // imported it.
+            // of its own. The mapping goes after the memory that imported
+            // it, and only once the ring's share of it is gone too.
             unsafe {
                 raw.destroy_buffer(buffer, None);
                 raw.free_memory(memory, None);
@@ -220,5 +229,6 @@ pub(crate) fn import(
         buffer,
         ptr,
         cached: flags(kind).contains(vk::MemoryPropertyFlags::HOST_CACHED),
+        mapping,
     })
 }

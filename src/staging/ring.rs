@@ -106,6 +106,10 @@ struct Chunk {
     /// Imported host memory (`host_memory.rs`): `ptr` stays valid for the
     /// chunk's whole life, and the chunk is never unmapped or remapped.
     imported: bool,
+    /// The imported mapping, held so that it outlives wgpu's buffer: a
+    /// lost device's buffers are destroyed at once, and slots handed out
+    /// before may still be written.
+    _mapping: Option<std::sync::Arc<dyn Send + Sync>>,
     used: u64,
     /// The second budget (decoded bytes the chunk's blocks produce on the GPU).
     weight: u64,
@@ -228,6 +232,7 @@ impl StagingRing {
                     view: None,
                     ptr: None,
                     imported: false,
+                    _mapping: None,
                     used: 0,
                     weight: 0,
                     outstanding: 0,
@@ -500,6 +505,7 @@ fn import_chunks(
                 view: None,
                 ptr: Some(c.ptr),
                 imported: true,
+                _mapping: Some(c.mapping),
                 used: 0,
                 weight: 0,
                 outstanding: 0,

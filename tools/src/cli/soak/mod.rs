@@ -83,6 +83,10 @@ pub struct Args {
     /// and the end of the run.
     #[arg(long, default_value_t = 256)]
     rss_drift_mib: u64,
+    /// With `device-loss`: an epoch loses its device after this many
+    /// seconds, give or take half (drawn from the seed).
+    #[arg(long, default_value_t = 60)]
+    device_loss_every: u64,
     /// The remote pack's cache budget, in MiB.
     #[arg(long, default_value_t = 8)]
     cache_mib: u64,
@@ -408,7 +412,11 @@ pub fn run(args: Args) -> CliResult {
         shared.events.device_lost.store(false, Relaxed);
         let threads = start_queues(&epoch, &shared, args.queues, seed ^ epoch_no)?;
         // Faults until the end or a device loss ends the epoch.
-        let lost = drive_faults(&world, &epoch, &shared, &mut rng, end, &progress, started);
+        let every = args.device_loss_every.max(2);
+        let loss_after = Duration::from_secs(every / 2 + rng.below(every));
+        let lost = drive_faults(
+            &world, &epoch, &shared, &mut rng, end, &progress, started, loss_after,
+        );
         shared.stop_epoch.store(true, Relaxed);
         for t in threads {
             let _ = t.join();
@@ -533,6 +541,13 @@ fn open_epoch(
     cache_mib: u64,
 ) -> Result<Epoch, Box<dyn std::error::Error + Send + Sync>> {
     let gpu = open_gpu(adapter).map(Arc::new);
+    if let Some(g) = &gpu {
+        // Once the device is destroyed, the checkers' readbacks of it are
+        // validation errors: they come back as failed mappings (bytes not
+        // seen), not as wgpu's default panic.
+        g.device
+            .on_uncaptured_error(Arc::new(|e| log::debug!("soak device: {e}")));
+    }
     let mut io = gpustream::io::IoConfig::default();
     if shared.faults.io {
         io = io.with_fault(Some(gpustream::io::FaultConfig::mixed(
@@ -669,6 +684,7 @@ fn start_queues(
 
 /// Injects faults at random times until `end`, or until a device loss
 /// ends the epoch (returns true then).
+#[allow(clippy::too_many_arguments)]
 fn drive_faults(
     world: &World,
     epoch: &Epoch,
@@ -677,6 +693,7 @@ fn drive_faults(
     end: Instant,
     progress: &indicatif::ProgressBar,
     started: Instant,
+    loss_after: Duration,
 ) -> bool {
     let f = shared.faults;
     let epoch_start = Instant::now();
@@ -711,19 +728,16 @@ fn drive_faults(
         if f.cache {
             kinds.push("cache");
         }
-        // A device loss at most once a minute, and not in an epoch's first
-        // seconds, so most requests run on a live device.
-        if f.device_loss
-            && epoch.gpu.is_some()
-            && epoch_start.elapsed() > Duration::from_secs(5)
-            && rng.chance(0.15)
-        {
-            kinds.push("device-loss");
-        }
-        if kinds.is_empty() {
+        // The device is lost once its epoch is `loss_after` old, so most
+        // requests run on a live device and every run of a few times that
+        // rebuilds.
+        let kind = if f.device_loss && epoch.gpu.is_some() && epoch_start.elapsed() >= loss_after {
+            "device-loss"
+        } else if kinds.is_empty() {
             continue;
-        }
-        let kind = kinds[rng.below(kinds.len() as u64) as usize];
+        } else {
+            kinds[rng.below(kinds.len() as u64) as usize]
+        };
         shared
             .ledger
             .lock()

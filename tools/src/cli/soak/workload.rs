@@ -443,6 +443,11 @@ fn judge(it: &Item, entry: &StatusEntry, gpu: Option<&GpuContext>, shared: &Shar
         }
         StatusEntry::Failed(f) => failure(it, &f.error, &f.to_string(), shared),
         StatusEntry::Ok => {
+            let gpu = gpu.filter(|_| !shared.events.device_lost.load(Relaxed));
+            if gpu.is_none() && !matches!(it.dest, Dest::Memory(_)) && shared.gpu_bytes_checked {
+                // The device is gone: what landed in it cannot be seen.
+                return Outcome::DeliveredUnchecked;
+            }
             let got = match &it.dest {
                 Dest::Memory(m) => m.to_vec().ok(),
                 Dest::Buffer(b) => match gpu {
