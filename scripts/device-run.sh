@@ -9,6 +9,8 @@
 # Then, on the H200 host, from a copy of the tree that includes .gpu/
 # (about 35 MiB; give the run 10 minutes):
 #     bash scripts/device-run.sh
+# and, in a second call, 2 minutes of the soak on the GPU:
+#     bash scripts/device-run.sh --soak
 # It needs no cargo there. It runs, each step under its own time limit so the
 # whole run ends within 9.5 minutes, and writes everything as JSON under $OUT
 # (default target/device-out):
@@ -115,6 +117,19 @@ if [ -f "$bin/prelude.sh" ] && [ -z "${DEVICE_RUN_NO_PRELUDE:-}" ]; then
     source "$bin/prelude.sh"
 fi
 export WGPU_BACKEND=${WGPU_BACKEND:-vulkan}
+
+# The soak on the GPU: a call of its own (the steps below fill one 600 s
+# call), 2 minutes of every queue, pack and fault at once with the device
+# lost and the runtimes rebuilt (docs/soak.md):
+#     bash scripts/device-run.sh --soak
+if [ "${1:-}" = "--soak" ]; then
+    timeout --kill-after=10 300 "$bin/gpustream" soak --seconds 120 --seed "${SOAK_SEED:-20261209}" \
+        --dir "${CARGO_TARGET_DIR:-target}/soak-gpu" --json "$OUT/soak.json" --plot "$OUT/soak.png" \
+        >"$OUT/soak.log" 2>&1
+    rc=$?
+    tail -n 40 "$OUT/soak.log"
+    exit "$rc"
+fi
 # Staged binaries sit flat in .gpu/; in target/release examples have their
 # own folder.
 example() { if [ -x "$bin/$1" ]; then echo "$bin/$1"; else echo "$bin/examples/$1"; fi; }
